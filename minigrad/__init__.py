@@ -1,0 +1,25 @@
+"""minigrad: a small NumPy autograd engine for learning how PyTorch works inside.
+
+    from minigrad import Tensor
+    x = Tensor([[1.0, 2.0]])
+    w = Tensor([[0.1], [0.2]], requires_grad=True)
+    loss = (x @ w).sum()
+    loss.backward()
+    w.grad            # dloss/dw
+
+Modules: ``tensor`` (the Tensor), ``ops`` (every op's forward and VJP),
+``function`` (how ops record the graph; no_grad; anomaly mode), ``engine``
+(backward and grad), ``gradcheck`` (numerical checks), ``viz`` (pictures).
+"""
+
+from .engine import backward, grad, topological_order
+from .function import AnomalyError, Context, Function, detect_anomaly, enable_grad, is_grad_enabled, no_grad
+from .gradcheck import GradcheckError, gradcheck, numerical_grad
+from .tensor import Tensor, as_tensor
+
+__version__ = "0.1.0"
+
+__all__ = ["Tensor", "as_tensor", "Function", "Context", "backward", "grad",
+           "topological_order", "no_grad", "enable_grad", "is_grad_enabled",
+           "detect_anomaly", "AnomalyError", "gradcheck", "numerical_grad",
+           "GradcheckError"]

@@ -1,0 +1,212 @@
+"""How an op records itself in the graph.
+
+Every op is a subclass of :class:`Function` with two static methods that sit
+side by side in ``ops.py``:
+
+* ``forward(ctx, *arrays, **attrs) -> array`` computes the output from raw
+  NumPy arrays and stores on ``ctx`` whatever the backward pass will need;
+* ``backward(ctx, g) -> tuple`` is the vector-Jacobian product (VJP): given
+  ``g = dL/d(output)`` it returns ``dL/d(input)`` for each input (or ``None``).
+
+``Function.apply`` runs ``forward`` and, when some input requires grad and
+recording is on, links the output to its parents through the ``ctx``. The ``ctx``
+is the node PyTorch calls ``grad_fn``: it is all the engine ever sees of an op,
+so the engine never needs to know an op by name.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import traceback
+from typing import Any
+
+import numpy as np
+
+__all__ = ["AnomalyError", "Context", "Function", "no_grad", "enable_grad",
+           "is_grad_enabled", "detect_anomaly", "is_anomaly_enabled"]
+
+
+class _State:
+    grad_enabled = True
+    anomaly = False
+
+
+_state = _State()
+
+
+def is_grad_enabled() -> bool:
+    return _state.grad_enabled
+
+
+class _GradMode(contextlib.ContextDecorator):
+    """Context manager (and decorator) that switches recording on or off."""
+
+    def __init__(self, enabled: bool):
+        self.enabled = enabled
+        self._prev: list[bool] = []
+
+    def __enter__(self):
+        self._prev.append(_state.grad_enabled)
+        _state.grad_enabled = self.enabled
+        return self
+
+    def __exit__(self, *exc):
+        _state.grad_enabled = self._prev.pop()
+        return False
+
+
+def no_grad() -> _GradMode:
+    """Record nothing inside this block: outputs are plain leaves with no parents.
+
+    Use it for inference, for parameter updates, and anywhere a value must not
+    become part of a graph. Works as ``with no_grad():`` and as ``@no_grad()``.
+    """
+    return _GradMode(False)
+
+
+def enable_grad() -> _GradMode:
+    """Turn recording back on inside a ``no_grad`` block."""
+    return _GradMode(True)
+
+
+def is_anomaly_enabled() -> bool:
+    return _state.anomaly
+
+
+@contextlib.contextmanager
+def detect_anomaly():
+    """Check every forward output and every backward gradient for NaN/inf.
+
+    Inside this block each op also remembers where in the user's code it was
+    created, so that the error can point at that line. It is slow; use it only
+    while hunting a NaN.
+    """
+    prev = _state.anomaly
+    _state.anomaly = True
+    try:
+        yield
+    finally:
+        _state.anomaly = prev
+
+
+def _user_frame() -> str:
+    """The innermost stack frame outside the minigrad package, as 'file:line in fn'."""
+    here = __file__.rsplit("/", 1)[0]
+    for frame in reversed(traceback.extract_stack()[:-2]):
+        if not frame.filename.startswith(here):
+            return f"{frame.filename}:{frame.lineno} in {frame.name}\n    {frame.line or ''}".rstrip()
+    return "<unknown>"
+
+
+class Context:
+    """What one op call keeps for its backward pass (PyTorch's ``grad_fn``).
+
+    Fields:
+        fn: the Function subclass that made the output.
+        saved: the arrays kept by ``save_for_backward``; ``None`` once released.
+        needs_input_grad: one bool per input, so a VJP can skip work nobody needs.
+        versions: the inputs' version counters at save time (in-place detection).
+    Ops may also put small attributes on the ctx (an axis, a mask, a target).
+    """
+
+    def __init__(self, fn: type[Function], needs_input_grad: tuple[bool, ...]):
+        self.fn = fn
+        self.saved: tuple | None = ()
+        self.needs_input_grad = needs_input_grad
+        self.versions: tuple[int, ...] = ()
+        self.created_at: str | None = None
+
+    @property
+    def name(self) -> str:
+        return self.fn.name
+
+    def save_for_backward(self, *values: Any) -> None:
+        """Keep these arrays until backward has used them."""
+        self.saved = values
+
+    @property
+    def released(self) -> bool:
+        return self.saved is None
+
+    def saved_nbytes(self) -> int:
+        """Bytes held by the saved arrays (and array attributes) of this node."""
+        total = 0
+        for v in (self.saved or ()):
+            if isinstance(v, np.ndarray):
+                total += v.nbytes
+        for k, v in vars(self).items():
+            if k != "saved" and isinstance(v, np.ndarray):
+                total += v.nbytes
+        return total
+
+    def release(self) -> None:
+        """Drop everything kept for backward; a second backward then fails clearly."""
+        self.saved = None
+        for k, v in list(vars(self).items()):
+            if isinstance(v, np.ndarray):
+                setattr(self, k, None)
+
+    def __repr__(self) -> str:
+        return f"<{self.fn.__name__}Backward>"
+
+
+class Function:
+    """Base class of every op. Subclasses set ``name`` and define forward/backward."""
+
+    name = ""
+    is_view = False  # True when the output shares memory with input 0
+
+    @staticmethod
+    def forward(ctx: Context, *arrays: np.ndarray, **attrs: Any) -> np.ndarray:
+        raise NotImplementedError
+
+    @staticmethod
+    def backward(ctx: Context, g: Any) -> tuple:
+        raise NotImplementedError
+
+    @classmethod
+    def apply(cls, *inputs: Any, **attrs: Any):
+        first = next((t for t in inputs if isinstance(t, Tensor)), None)
+        tensors = tuple(t if isinstance(t, Tensor) else as_tensor(t, like=first) for t in inputs)
+        record = _state.grad_enabled and any(t.requires_grad for t in tensors)
+        ctx = Context(cls, tuple(t.requires_grad for t in tensors) if record else ())
+        data = cls.forward(ctx, *(t.data for t in tensors), **attrs)
+        if type(data) is not np.ndarray:  # NumPy reductions return scalars
+            data = np.asarray(data)
+        if not record:
+            out = Tensor._make(data, False, (), "", None)
+        else:
+            out = Tensor._make(data, True, tensors, cls.name, ctx)
+        if cls.is_view:
+            out._vc = tensors[0]._vc
+        if record and ctx.saved:
+            ctx.versions = tuple(t._vc[0] for t in tensors) + (out._vc[0],)
+        if _state.anomaly:
+            _check_forward(cls.name, data)
+            if record:
+                ctx.created_at = _user_frame()
+        return out
+
+
+class AnomalyError(RuntimeError):
+    """Raised inside ``detect_anomaly()`` at the first NaN or inf."""
+
+
+def _check_forward(name: str, data: np.ndarray) -> None:
+    if not np.all(np.isfinite(data)):
+        raise AnomalyError(
+            f"detect_anomaly: the forward pass of '{name}' produced "
+            f"{_describe_nonfinite(data)} in its output of shape {data.shape}.\n"
+            f"The op was called at {_user_frame()}"
+        )
+
+
+def _describe_nonfinite(a: np.ndarray) -> str:
+    n_nan = int(np.isnan(a).sum())
+    n_inf = int(np.isinf(a).sum())
+    parts = [f"{n_nan} NaN" if n_nan else "", f"{n_inf} inf" if n_inf else ""]
+    return " and ".join(p for p in parts if p)
+
+
+
+from .tensor import Tensor, as_tensor  # noqa: E402  (tensor.py imports this module first)

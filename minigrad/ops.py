@@ -1,0 +1,584 @@
+"""Every op of minigrad: the forward pass and its VJP, side by side.
+
+Reading guide. For an op ``y = f(x1, x2, ...)`` and a scalar loss ``L``:
+
+* ``forward(ctx, *arrays, **attrs)`` computes ``y`` from NumPy arrays and keeps,
+  with ``ctx.save_for_backward``, the values the VJP will need.
+* ``backward(ctx, g)`` receives ``g = dL/dy`` (same shape as ``y``) and returns
+  ``dL/dx_i = g @ J_i`` for every input: the vector-Jacobian product, computed
+  without ever building the Jacobian ``J_i``. It may return ``None`` for inputs
+  whose ``ctx.needs_input_grad`` is False.
+
+The VJPs are written with operators and methods that NumPy arrays and Tensors
+share (``@ * + - / .T .sum .reshape``) plus the few helpers below. Normally
+they run on arrays. When a gradient must itself be differentiated
+(``minigrad.grad(..., create_graph=True)``) the engine hands them Tensors, and
+the same lines then build a graph of their own.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .function import Context, Function
+from .tensor import Tensor
+
+# ---------------------------------------------------------------- helpers
+# Each helper does the same thing to a NumPy array and to a Tensor.
+
+
+def _exp(v):
+    return v.exp() if isinstance(v, Tensor) else np.exp(v)
+
+
+def sum_to(g, shape: tuple):
+    """Undo broadcasting: sum ``g`` down to ``shape`` (the one 'unbroadcast' helper).
+
+    NumPy broadcasting copies an input along new leading axes and along axes of
+    size 1; every copy received part of the gradient, so those parts add up.
+    """
+    if g.shape == shape:
+        return g
+    lead = g.ndim - len(shape)
+    axes = tuple(range(lead)) + tuple(
+        lead + i for i, n in enumerate(shape) if n == 1 and g.shape[lead + i] != 1)
+    if axes:
+        g = g.sum(axis=axes, keepdims=True)
+    return g.reshape(shape)
+
+
+def broadcast_to(g, shape: tuple):
+    """Copy ``g`` along axes to ``shape`` (a read-only view for arrays)."""
+    if isinstance(g, Tensor):
+        return BroadcastTo.apply(g, shape=shape)
+    return np.broadcast_to(g, shape)
+
+
+def _scatter_add(g, idx, shape: tuple):
+    """A zero array of ``shape`` with ``g`` added at ``idx`` (repeats add up)."""
+    if isinstance(g, Tensor):
+        return ScatterAdd.apply(g, idx=idx, shape=shape)
+    out = np.zeros(shape, dtype=g.dtype)
+    np.add.at(out, idx, g)
+    return out
+
+
+def _binary(name: str, f, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    try:
+        return f(a, b)
+    except ValueError:
+        raise ValueError(
+            f"{name}: shapes {a.shape} and {b.shape} cannot be broadcast together") from None
+
+
+def _keepdims_shape(shape: tuple, axis) -> tuple:
+    """The shape a reduction over ``axis`` has with keepdims=True."""
+    if axis is None:
+        return (1,) * len(shape)
+    axes = axis if isinstance(axis, tuple) else (axis,)
+    axes = {a % len(shape) for a in axes}
+    return tuple(1 if i in axes else n for i, n in enumerate(shape))
+
+
+# ------------------------------------------------------------ arithmetic
+
+
+class Add(Function):
+    """y = a + b (broadcasting).   VJP: da = sum_to(g, a.shape), db = sum_to(g, b.shape)."""
+
+    name = "add"
+
+    @staticmethod
+    def forward(ctx: Context, a, b):
+        ctx.shapes = (a.shape, b.shape)
+        return _binary("add", np.add, a, b)
+
+    @staticmethod
+    def backward(ctx, g):
+        sa, sb = ctx.shapes
+        return sum_to(g, sa), sum_to(g, sb)
+
+
+class Sub(Function):
+    """y = a - b (broadcasting).   VJP: da = sum_to(g), db = -sum_to(g)."""
+
+    name = "sub"
+
+    @staticmethod
+    def forward(ctx, a, b):
+        ctx.shapes = (a.shape, b.shape)
+        return _binary("sub", np.subtract, a, b)
+
+    @staticmethod
+    def backward(ctx, g):
+        sa, sb = ctx.shapes
+        need_a, need_b = ctx.needs_input_grad
+        return (sum_to(g, sa) if need_a else None,
+                -sum_to(g, sb) if need_b else None)
+
+
+class Mul(Function):
+    """y = a * b (broadcasting).   VJP: da = sum_to(g * b), db = sum_to(g * a)."""
+
+    name = "mul"
+
+    @staticmethod
+    def forward(ctx, a, b):
+        ctx.save_for_backward(a, b)
+        return _binary("mul", np.multiply, a, b)
+
+    @staticmethod
+    def backward(ctx, g):
+        a, b = ctx.saved
+        need_a, need_b = ctx.needs_input_grad
+        return (sum_to(g * b, a.shape) if need_a else None,
+                sum_to(g * a, b.shape) if need_b else None)
+
+
+class Div(Function):
+    """y = a / b (broadcasting).   VJP: da = sum_to(g / b), db = sum_to(-g * a / b**2)."""
+
+    name = "div"
+
+    @staticmethod
+    def forward(ctx, a, b):
+        ctx.save_for_backward(a, b)
+        return _binary("div", np.divide, a, b)
+
+    @staticmethod
+    def backward(ctx, g):
+        a, b = ctx.saved
+        need_a, need_b = ctx.needs_input_grad
+        return (sum_to(g / b, a.shape) if need_a else None,
+                sum_to(-g * a / (b * b), b.shape) if need_b else None)
+
+
+class Neg(Function):
+    """y = -a.   VJP: da = -g."""
+
+    name = "neg"
+
+    @staticmethod
+    def forward(ctx, a):
+        return -a
+
+    @staticmethod
+    def backward(ctx, g):
+        return (-g,)
+
+
+class Pow(Function):
+    """y = a ** p for a Python number p.   VJP: da = g * p * a ** (p - 1)."""
+
+    name = "pow"
+
+    @staticmethod
+    def forward(ctx, a, p):
+        ctx.save_for_backward(a)
+        ctx.p = p
+        return a ** p
+
+    @staticmethod
+    def backward(ctx, g):
+        (a,) = ctx.saved
+        p = ctx.p
+        return (g * p * a ** (p - 1),)
+
+
+class MatMul(Function):
+    """C = A @ B with A: (N, D), B: (D, M), C: (N, M).
+
+    VJP: dA = dC @ B.T   (N, M) @ (M, D) -> (N, D)
+         dB = A.T @ dC   (D, N) @ (N, M) -> (D, M)
+    Each entry C[n, m] = sum_d A[n, d] B[d, m], so dL/dA[n, d] = sum_m dC[n, m] B[d, m].
+    """
+
+    name = "matmul"
+
+    @staticmethod
+    def forward(ctx, a, b):
+        if a.ndim != 2 or b.ndim != 2:
+            raise ValueError(f"matmul: both operands must be 2-D, got shapes {a.shape} and {b.shape}")
+        if a.shape[1] != b.shape[0]:
+            raise ValueError(
+                f"matmul: shapes {a.shape} and {b.shape} are not aligned: "
+                f"{a.shape[1]} (dim 1 of A) != {b.shape[0]} (dim 0 of B)")
+        ctx.save_for_backward(a, b)
+        return a @ b
+
+    @staticmethod
+    def backward(ctx, g):
+        a, b = ctx.saved
+        need_a, need_b = ctx.needs_input_grad
+        return (g @ b.T if need_a else None,
+                a.T @ g if need_b else None)
+
+
+# ------------------------------------------------------------ reductions
+
+
+class Sum(Function):
+    """y = a.sum(axis, keepdims).   VJP: da = g copied back along the summed axes."""
+
+    name = "sum"
+
+    @staticmethod
+    def forward(ctx, a, axis=None, keepdims=False):
+        ctx.in_shape, ctx.axis = a.shape, axis
+        return np.sum(a, axis=axis, keepdims=keepdims)
+
+    @staticmethod
+    def backward(ctx, g):
+        g = g.reshape(_keepdims_shape(ctx.in_shape, ctx.axis))
+        return (broadcast_to(g, ctx.in_shape),)
+
+
+class Mean(Function):
+    """y = a.mean(axis, keepdims).   VJP: da = g / n copied back, n = elements averaged."""
+
+    name = "mean"
+
+    @staticmethod
+    def forward(ctx, a, axis=None, keepdims=False):
+        ctx.in_shape, ctx.axis = a.shape, axis
+        out = np.mean(a, axis=axis, keepdims=keepdims)
+        ctx.n = a.size // max(out.size, 1) if a.size else 1
+        return out
+
+    @staticmethod
+    def backward(ctx, g):
+        g = g.reshape(_keepdims_shape(ctx.in_shape, ctx.axis)) / ctx.n
+        return (broadcast_to(g, ctx.in_shape),)
+
+
+# ------------------------------------------------------------------ views
+# A view shares memory (and, here, the version counter) with its input.
+
+
+class Reshape(Function):
+    """y = a.reshape(shape).   VJP: da = g.reshape(a.shape)."""
+
+    name = "reshape"
+    is_view = True
+
+    @staticmethod
+    def forward(ctx, a, shape):
+        ctx.in_shape = a.shape
+        try:
+            return a.reshape(shape)
+        except ValueError:
+            raise ValueError(f"reshape: cannot reshape a tensor of shape {a.shape} "
+                             f"({a.size} elements) into shape {tuple(shape)}") from None
+
+    @staticmethod
+    def backward(ctx, g):
+        return (g.reshape(ctx.in_shape),)
+
+
+class Transpose(Function):
+    """y = a.transpose(axes) (reversed axes by default).   VJP: da = g.transpose(inverse axes)."""
+
+    name = "transpose"
+    is_view = True
+
+    @staticmethod
+    def forward(ctx, a, axes=None):
+        if axes is not None and sorted(ax % a.ndim for ax in axes) != list(range(a.ndim)):
+            raise ValueError(f"transpose: axes {tuple(axes)} do not permute the {a.ndim} axes "
+                             f"of shape {a.shape}")
+        ctx.axes = axes
+        return a.transpose(axes)
+
+    @staticmethod
+    def backward(ctx, g):
+        if ctx.axes is None:
+            return (g.transpose(),)
+        return (g.transpose(tuple(np.argsort([a % g.ndim for a in ctx.axes]))),)
+
+
+class BroadcastTo(Function):
+    """y = a copied along axes to ``shape``.   VJP: da = sum_to(g, a.shape)."""
+
+    name = "broadcast_to"
+    is_view = True
+
+    @staticmethod
+    def forward(ctx, a, shape):
+        ctx.in_shape = a.shape
+        try:
+            return np.broadcast_to(a, shape)
+        except ValueError:
+            raise ValueError(f"broadcast_to: cannot broadcast shape {a.shape} to {tuple(shape)}") from None
+
+    @staticmethod
+    def backward(ctx, g):
+        return (sum_to(g, ctx.in_shape),)
+
+
+def _plain_index(idx):
+    """Indices may hold Tensors; NumPy needs arrays."""
+    if isinstance(idx, tuple):
+        return tuple(_plain_index(i) for i in idx)
+    if isinstance(idx, Tensor):
+        return idx.data.astype(np.intp) if idx.data.dtype.kind == "f" else idx.data
+    return idx
+
+
+class GetItem(Function):
+    """y = a[idx] (slices, integers, integer arrays, masks).
+
+    VJP: da = zeros like a, with g added at idx (an index used twice gets both parts).
+    """
+
+    name = "getitem"
+
+    @staticmethod
+    def forward(ctx, a, idx):
+        idx = _plain_index(idx)
+        ctx.in_shape, ctx.idx = a.shape, idx
+        try:
+            return a[idx]
+        except IndexError as e:
+            raise IndexError(f"getitem: index {idx!r} is invalid for shape {a.shape}: {e}") from None
+
+    @staticmethod
+    def backward(ctx, g):
+        return (_scatter_add(g, ctx.idx, ctx.in_shape),)
+
+
+class ScatterAdd(Function):
+    """y = zeros(shape) with a added at idx (the VJP of getitem).   VJP: da = g[idx]."""
+
+    name = "scatter_add"
+
+    @staticmethod
+    def forward(ctx, a, idx, shape):
+        ctx.idx = idx
+        out = np.zeros(shape, dtype=a.dtype)
+        np.add.at(out, idx, a)
+        return out
+
+    @staticmethod
+    def backward(ctx, g):
+        return (g[ctx.idx],)
+
+
+# ----------------------------------------------------------- elementwise
+
+
+class Exp(Function):
+    """y = exp(a).   VJP: da = g * y (the output is saved, not the input)."""
+
+    name = "exp"
+
+    @staticmethod
+    def forward(ctx, a):
+        y = np.exp(a)
+        ctx.save_for_backward(y)
+        return y
+
+    @staticmethod
+    def backward(ctx, g):
+        (y,) = ctx.saved
+        return (g * y,)
+
+
+class Log(Function):
+    """y = log(a).   VJP: da = g / a."""
+
+    name = "log"
+
+    @staticmethod
+    def forward(ctx, a):
+        ctx.save_for_backward(a)
+        return np.log(a)
+
+    @staticmethod
+    def backward(ctx, g):
+        (a,) = ctx.saved
+        return (g / a,)
+
+
+class ReLU(Function):
+    """y = max(a, 0).   VJP: da = g * (a > 0).
+
+    Only the boolean mask is kept (1 byte per element). At a == 0 the engine
+    picks the subgradient 0, as PyTorch does.
+    """
+
+    name = "relu"
+
+    @staticmethod
+    def forward(ctx, a):
+        ctx.save_for_backward(a > 0)
+        return np.maximum(a, 0)
+
+    @staticmethod
+    def backward(ctx, g):
+        (mask,) = ctx.saved
+        return (g * mask,)
+
+
+class Sigmoid(Function):
+    """y = 1 / (1 + exp(-a)).   VJP: da = g * y * (1 - y)   (at most g / 4)."""
+
+    name = "sigmoid"
+
+    @staticmethod
+    def forward(ctx, a):
+        e = np.exp(-np.abs(a))  # never overflows
+        y = np.where(a >= 0, 1.0, e) / (1.0 + e)
+        y = y.astype(a.dtype, copy=False)
+        ctx.save_for_backward(y)
+        return y
+
+    @staticmethod
+    def backward(ctx, g):
+        (y,) = ctx.saved
+        return (g * y * (1 - y),)
+
+
+class Tanh(Function):
+    """y = tanh(a).   VJP: da = g * (1 - y**2)."""
+
+    name = "tanh"
+
+    @staticmethod
+    def forward(ctx, a):
+        y = np.tanh(a)
+        ctx.save_for_backward(y)
+        return y
+
+    @staticmethod
+    def backward(ctx, g):
+        (y,) = ctx.saved
+        return (g * (1 - y * y),)
+
+
+# ---------------------------------------------------- softmax and losses
+
+
+class Softmax(Function):
+    """s = exp(a - max a) / sum exp(a - max a) along ``axis``.
+
+    Jacobian: ds_i/da_j = s_i (1[i = j] - s_j), i.e. J = diag(s) - s s^T.
+    VJP:      da = s * (g - sum(g * s))   -- O(C) per row instead of O(C^2).
+    """
+
+    name = "softmax"
+
+    @staticmethod
+    def forward(ctx, a, axis=-1):
+        e = np.exp(a - a.max(axis=axis, keepdims=True))
+        s = e / e.sum(axis=axis, keepdims=True)
+        ctx.save_for_backward(s)
+        ctx.axis = axis
+        return s
+
+    @staticmethod
+    def backward(ctx, g):
+        (s,) = ctx.saved
+        return (s * (g - (g * s).sum(axis=ctx.axis, keepdims=True)),)
+
+
+class LogSoftmax(Function):
+    """y = a - logsumexp(a) along ``axis``.   VJP: da = g - exp(y) * sum(g)."""
+
+    name = "log_softmax"
+
+    @staticmethod
+    def forward(ctx, a, axis=-1):
+        shifted = a - a.max(axis=axis, keepdims=True)
+        y = shifted - np.log(np.exp(shifted).sum(axis=axis, keepdims=True))
+        ctx.save_for_backward(y)
+        ctx.axis = axis
+        return y
+
+    @staticmethod
+    def backward(ctx, g):
+        (y,) = ctx.saved
+        return (g - _exp(y) * g.sum(axis=ctx.axis, keepdims=True),)
+
+
+def _check_targets(name: str, target, n: int, c: int) -> np.ndarray:
+    t = target.data if isinstance(target, Tensor) else np.asarray(target)
+    if t.dtype.kind not in "iu":
+        raise ValueError(f"{name}: targets must be integer class ids, got dtype {t.dtype}")
+    if t.shape != (n,):
+        raise ValueError(f"{name}: expected {n} targets (shape ({n},)) for input of shape "
+                         f"({n}, {c}), got shape {t.shape}")
+    if n and (t.min() < 0 or t.max() >= c):
+        bad = t[(t < 0) | (t >= c)]
+        raise ValueError(f"{name}: targets must lie in [0, {c - 1}] for {c} classes, got {bad[:5].tolist()}")
+    return t
+
+
+def _check_2d(name: str, a: np.ndarray, what: str) -> None:
+    if a.ndim != 2:
+        raise ValueError(f"{name}: expected a 2-D (N, C) array of {what}, got shape {a.shape}")
+
+
+class CrossEntropy(Function):
+    """L = mean_i -log p[i, y_i] on probabilities p of shape (N, C).
+
+    As in the reading, p is clipped to [1e-12, 1] before the log.
+    VJP: dp[i, y_i] = -g / (N p[i, y_i]); every other entry is 0.
+    """
+
+    name = "cross_entropy"
+
+    @staticmethod
+    def forward(ctx, p, target):
+        _check_2d("cross_entropy", p, "probabilities")
+        t = _check_targets("cross_entropy", target, *p.shape)
+        rows = np.arange(p.shape[0])
+        py = np.clip(p[rows, t], 1e-12, 1.0)
+        ctx.save_for_backward(p)
+        ctx.idx = (rows, t)
+        return np.asarray(-np.log(py).mean(), dtype=p.dtype)
+
+    @staticmethod
+    def backward(ctx, g):
+        (p,) = ctx.saved
+        py = p[ctx.idx]
+        if not isinstance(py, Tensor):
+            py = np.clip(py, 1e-12, 1.0)
+        n = p.shape[0]
+        return (_scatter_add(-g / (n * py), ctx.idx, p.shape),)
+
+
+class CrossEntropyWithLogits(Function):
+    """L = mean_i [logsumexp(z_i) - z[i, y_i]] on logits z of shape (N, C).
+
+    Fusing softmax with the log never forms p = 0, so logits of any size give
+    finite values. VJP: dz = g * (softmax(z) - onehot(y)) / N.
+    """
+
+    name = "cross_entropy_with_logits"
+
+    @staticmethod
+    def forward(ctx, z, target):
+        _check_2d("cross_entropy_with_logits", z, "logits")
+        t = _check_targets("cross_entropy_with_logits", target, *z.shape)
+        n = z.shape[0]
+        rows = np.arange(n)
+        e = np.exp(z - z.max(axis=1, keepdims=True))
+        total = e.sum(axis=1, keepdims=True)
+        p = e / total                               # kept for the VJP, not recomputed
+        loss = np.log(total[:, 0]).sum() - (z[rows, t] - z.max(axis=1)).sum()
+        ctx.save_for_backward(p)
+        ctx.idx = (rows, t)
+        return np.asarray(loss / n, dtype=z.dtype)
+
+    @staticmethod
+    def backward(ctx, g):
+        (p,) = ctx.saved
+        n = p.shape[0]
+        if isinstance(g, Tensor):
+            # Differentiating the gradient itself: p must be a function of the logits.
+            p = ctx.inputs[0].softmax(axis=1)
+            return ((p - _scatter_add(np.ones(n, dtype=g.dtype), ctx.idx, p.shape)) * (g / n),)
+        d = p.copy()
+        d[ctx.idx] -= 1.0
+        d *= g / n
+        return (d,)

@@ -1,0 +1,239 @@
+"""The engine: order, accumulation, release, retain_graph, no_grad, bad input, memory."""
+
+import gc
+import weakref
+
+import numpy as np
+import pytest
+
+import minigrad as mg
+from minigrad import Tensor
+from minigrad.reference import train_two_layer
+
+
+def seed_two_layer_minigrad(steps=50):
+    """The same example written exactly as the reading writes it, on minigrad."""
+    np.random.seed(0)
+    x = Tensor(np.array([[1.0, 2.0, 1.0], [2.0, 0.0, 1.0], [0.0, 1.0, 2.0]]), requires_grad=False)
+    y = np.array([0, 1, 1])
+    w1 = Tensor(np.random.randn(3, 4) * 0.1, requires_grad=True)
+    w2 = Tensor(np.random.randn(4, 2) * 0.1, requires_grad=True)
+    losses = []
+    for _ in range(steps):
+        for p in (w1, w2):
+            p.zero_grad()
+        logits = (x @ w1).relu() @ w2
+        probs = logits.softmax(axis=1)
+        loss = probs.cross_entropy(y)
+        loss.backward()
+        w1.data -= 0.5 * w1.grad
+        w2.data -= 0.5 * w2.grad
+        losses.append(float(loss.data))
+    return losses
+
+
+def test_the_readings_training_example_matches_a_hand_derivation():
+    ours, ref = seed_two_layer_minigrad(), train_two_layer(steps=50)
+    np.testing.assert_allclose(ours, ref, rtol=0, atol=1e-12)
+    assert ours[40] < ours[0] / 10  # it learns
+
+
+def test_fan_out_accumulates():
+    x = Tensor(3.0, requires_grad=True)
+    a, b = x * 2, x * x     # two paths from x
+    (a + b).backward()
+    assert x.grad == 2 + 2 * 3
+
+
+def test_classic_order_example():
+    a = Tensor(1.5, requires_grad=True)
+    b = a + a
+    c = b + b
+    c.backward()
+    assert a.grad == 4.0
+
+
+def test_grads_accumulate_across_calls_until_zero_grad():
+    w = Tensor([1.0, 2.0], requires_grad=True)
+    (w * 3).sum().backward()
+    (w * 3).sum().backward()
+    assert w.grad.tolist() == [6.0, 6.0]
+    w.zero_grad()
+    assert w.grad is None
+
+
+def test_grad_arrays_are_never_shared_between_tensors():
+    a, b = Tensor([1.0], requires_grad=True), Tensor([2.0], requires_grad=True)
+    (a + b).sum().backward()
+    a.grad *= 10
+    assert b.grad.tolist() == [1.0]
+
+
+def test_a_100k_op_chain_has_no_recursion_error():
+    x = Tensor(1.0, requires_grad=True)
+    y = x
+    for _ in range(100_000):
+        y = y * 1.0
+    y.backward()
+    assert x.grad == 1.0
+
+
+def test_no_grad_records_nothing():
+    w = Tensor([1.0], requires_grad=True)
+    with mg.no_grad():
+        y = w * 2
+    assert y.parents == () and not y.requires_grad and y.grad_fn is None
+    assert mg.is_grad_enabled()
+
+    @mg.no_grad()
+    def f(t):
+        return t * 2
+
+    assert not f(w).requires_grad
+
+
+def test_saved_values_are_released_after_backward():
+    w = Tensor(np.ones((2, 2)), requires_grad=True)
+    y = (w @ w).tanh()
+    ctxs = [y.grad_fn, y.parents[0].grad_fn]
+    assert all(c.saved for c in ctxs)
+    y.sum().backward()
+    assert all(c.released for c in ctxs)
+
+
+def test_second_backward_needs_retain_graph():
+    w = Tensor([1.0, 2.0], requires_grad=True)
+    loss = (w * w).sum()
+    loss.backward()
+    with pytest.raises(RuntimeError, match="retain_graph=True"):
+        loss.backward()
+    assert w.grad.tolist() == [2.0, 4.0]  # unchanged by the failed call
+
+    w.zero_grad()
+    loss = (w * w).sum()
+    loss.backward(retain_graph=True)
+    loss.backward()
+    assert w.grad.tolist() == [4.0, 8.0]
+
+
+def test_intermediate_grads_only_when_retained():
+    w = Tensor([1.0, -1.0], requires_grad=True)
+    h = (w * 3).retain_grad()
+    z = w * 2
+    (h.relu() + z).sum().backward()
+    assert h.grad.tolist() == [1.0, 0.0] and z.grad is None
+
+
+def test_grad_function_leaves_dot_grad_alone():
+    w = Tensor([1.0, 2.0], requires_grad=True)
+    (gw,) = mg.grad((w ** 3).sum(), [w])
+    assert np.allclose(gw.data, [3.0, 12.0]) and w.grad is None
+
+
+def test_second_order_through_create_graph():
+    x = Tensor([0.3, -1.2], requires_grad=True)
+    (g,) = mg.grad(x.tanh().sum(), [x], create_graph=True)
+    (h,) = mg.grad(g.sum(), [x])
+    t = np.tanh(x.data)
+    assert np.allclose(h.data, -2 * t * (1 - t ** 2), atol=1e-12)
+
+
+def test_version_counter_catches_an_inplace_change_of_a_saved_value():
+    a = Tensor(np.ones((2, 2)))              # data: needs no grad, but matmul saves it
+    w = Tensor(np.ones((2, 2)), requires_grad=True)
+    loss = (a @ w).sum()
+    a.mul_(2.0)
+    with pytest.raises(RuntimeError, match=r"'matmul'.*input 0.*version 1.*version 0"):
+        loss.backward()
+    assert w.grad is None
+
+
+def test_detect_anomaly_names_the_op_and_the_line():
+    x = Tensor([0.0, 1.0], requires_grad=True)
+    with mg.detect_anomaly():
+        with pytest.raises(mg.AnomalyError, match=r"(?s)'log'.*test_engine.py"):
+            x.log()
+        y = (x * 0.0) ** 0.5
+        with pytest.raises(mg.AnomalyError, match=r"(?s)backward pass of 'pow'.*test_engine.py"):
+            y.sum().backward()
+    assert x.grad is None
+
+
+# ------------------------------------------------------------------ bad input
+
+def test_matmul_shape_mismatch_names_op_and_shapes():
+    with pytest.raises(ValueError, match=r"matmul: shapes \(2, 3\) and \(4, 5\)"):
+        Tensor(np.ones((2, 3))) @ Tensor(np.ones((4, 5)))
+
+
+def test_broadcast_failure_names_op_and_shapes():
+    with pytest.raises(ValueError, match=r"add: shapes \(2, 3\) and \(4,\)"):
+        Tensor(np.ones((2, 3))) + Tensor(np.ones(4))
+
+
+def test_backward_on_non_scalar_needs_grad():
+    w = Tensor(np.ones((3, 2)), requires_grad=True)
+    with pytest.raises(RuntimeError, match=r"shape \(3, 2\)"):
+        (w * 2).backward()
+    assert w.grad is None
+
+
+def test_backward_grad_of_wrong_shape():
+    w = Tensor(np.ones((3, 2)), requires_grad=True)
+    with pytest.raises(ValueError, match=r"grad has shape \(2, 3\) but the tensor has shape \(3, 2\)"):
+        (w * 2).backward(np.ones((2, 3)))
+    assert w.grad is None
+
+
+def test_backward_on_tensor_without_grad():
+    with pytest.raises(RuntimeError, match="does not require grad"):
+        (Tensor([1.0]) * 2).sum().backward()
+
+
+@pytest.mark.parametrize("target, msg", [
+    ([0, 1], r"expected 3 targets"),
+    ([0, 1, 5], r"\[0, 1\] for 2 classes, got \[5\]"),
+    ([0, -1, 1], r"got \[-1\]"),
+    ([0.0, 1.0, 1.0], r"integer class ids, got dtype float64"),
+])
+@pytest.mark.parametrize("loss", ["cross_entropy", "cross_entropy_with_logits"])
+def test_bad_targets(target, msg, loss):
+    z = Tensor(np.full((3, 2), 0.5), requires_grad=True)
+    with pytest.raises(ValueError, match=loss + ": .*" + msg):
+        getattr(z, loss)(np.array(target))
+
+
+def test_a_failed_backward_leaves_every_grad_as_it_was():
+    w = Tensor([1.0, 2.0], requires_grad=True)
+    (w * w).sum().backward()
+    before = w.grad.copy()
+    loss = (w * 3).sum()
+    loss.backward()
+    with pytest.raises(RuntimeError):
+        loss.backward()
+    np.testing.assert_array_equal(w.grad, before + 3)
+
+
+# --------------------------------------------------------------------- memory
+
+def test_graph_has_no_reference_cycles():
+    gc.disable()
+    try:
+        w = Tensor(np.ones((4, 4)), requires_grad=True)
+        loss = ((w @ w).relu().softmax(axis=1) * 2).sum()
+        refs = [weakref.ref(t) for t in mg.topological_order(loss) if t is not w]
+        loss.backward()
+        del loss
+        assert all(r() is None for r in refs), "freed by reference counting alone"
+    finally:
+        gc.enable()
+
+
+def test_topological_order_is_deterministic_and_parents_first():
+    a = Tensor(1.0, requires_grad=True, name="a")
+    b = Tensor(2.0, requires_grad=True, name="b")
+    c = a * b + a
+    order = mg.topological_order(c)
+    pos = {id(t): i for i, t in enumerate(order)}
+    assert order[-1] is c and order[0] is a
+    assert all(pos[id(p)] < pos[id(t)] for t in order for p in t.parents)

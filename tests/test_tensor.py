@@ -1,0 +1,92 @@
+"""Tensor: construction, fields, dtype, in-place ops and version counters."""
+
+import numpy as np
+import pytest
+
+import minigrad as mg
+from minigrad import Tensor
+
+
+def test_fields_match_the_reading():
+    x = Tensor([[1, 2]])
+    assert x.data.dtype == np.float64 and x.shape == (1, 2)
+    assert x.grad is None and x.requires_grad is False
+    assert x.parents == () and x.op == "" and x.is_leaf
+
+
+def test_ops_record_parents_in_operand_order():
+    a, b = Tensor([1.0], requires_grad=True), Tensor([2.0])
+    c = b * a
+    assert c.parents == (b, a) and c.op == "mul" and c.requires_grad
+    assert not c.is_leaf
+
+
+def test_requires_grad_propagates_only_from_parents():
+    a, b = Tensor([1.0]), Tensor([2.0])
+    assert not (a + b).requires_grad
+    assert (a + b).parents == ()  # nothing needs grad: nothing is recorded
+
+
+def test_constructor_copies_the_data():
+    arr = np.ones(3)
+    t = Tensor(arr)
+    arr[0] = 5
+    assert t.data[0] == 1
+
+
+def test_float32_stays_float32_through_ops_and_grads():
+    w = Tensor(np.ones((3, 2)), requires_grad=True, dtype=np.float32)
+    x = Tensor(np.ones((4, 3)), dtype=np.float32)
+    loss = ((x @ w).relu() * 2.0 + 1).tanh().sum()
+    loss.backward()
+    assert loss.dtype == np.float32 and w.grad.dtype == np.float32
+
+
+@pytest.mark.parametrize("bad", [["a", "b"], [object()], {"x": 1}, [1 + 2j]])
+def test_non_numeric_data_is_a_type_error(bad):
+    with pytest.raises(TypeError, match="Tensor: data must be numeric"):
+        Tensor(bad)
+
+
+def test_integer_dtype_is_refused():
+    with pytest.raises(TypeError, match="floating"):
+        Tensor([1, 2], dtype=np.int64)
+
+
+def test_item_and_repr():
+    t = Tensor(3.5, requires_grad=True, name="w")
+    assert t.item() == 3.5
+    assert "requires_grad=True" in repr(t) and "'w'" in repr(t)
+    with pytest.raises(ValueError, match="one element"):
+        Tensor([1.0, 2.0]).item()
+
+
+def test_inplace_ops_bump_the_version_and_views_share_it():
+    t = Tensor(np.arange(6.0))
+    v = t.reshape(2, 3)
+    assert t._version == 0
+    t.add_(1.0)
+    t.mul_(2.0)
+    t[0] = 7.0
+    assert t._version == 3 and v._version == 3
+    assert v.data[0, 0] == 7.0  # a view shares memory
+
+
+def test_inplace_on_a_recorded_tensor_is_refused_outside_no_grad():
+    w = Tensor([1.0], requires_grad=True)
+    with pytest.raises(RuntimeError, match="add_: a leaf that requires grad"):
+        w.add_(1.0)
+    with mg.no_grad():
+        w.add_(1.0)
+    assert w.data[0] == 2.0
+
+
+def test_detach_cuts_the_graph_but_shares_memory():
+    w = Tensor([1.0, 2.0], requires_grad=True)
+    d = (w * 2).detach()
+    assert d.parents == () and not d.requires_grad
+
+
+def test_pow_needs_a_number():
+    with pytest.raises(TypeError, match="pow"):
+        Tensor([1.0]) ** Tensor([2.0])
