@@ -9,17 +9,31 @@
 
 Modules: ``tensor`` (the Tensor), ``ops`` (every op's forward and VJP),
 ``function`` (how ops record the graph; no_grad; anomaly mode), ``engine``
-(backward and grad), ``gradcheck`` (numerical checks), ``viz`` (pictures).
+(backward and grad), ``gradcheck`` (numerical checks), ``nn`` and ``optim``
+(layers and optimizers), ``trace`` (static graphs), ``reference`` (hand-derived
+NumPy versions), ``viz`` (pictures; imported on first use).
 """
 
+import importlib as _importlib
+
+from . import nn, optim, random, reference  # noqa: E402,I001
 from .engine import backward, grad, topological_order
 from .function import AnomalyError, Context, Function, detect_anomaly, enable_grad, is_grad_enabled, no_grad
 from .gradcheck import GradcheckError, gradcheck, numerical_grad
 from .tensor import Tensor, as_tensor
+from .trace import StaticGraph, trace
 
 __version__ = "0.1.0"
 
 __all__ = ["Tensor", "as_tensor", "Function", "Context", "backward", "grad",
            "topological_order", "no_grad", "enable_grad", "is_grad_enabled",
            "detect_anomaly", "AnomalyError", "gradcheck", "numerical_grad",
-           "GradcheckError"]
+           "GradcheckError", "trace", "StaticGraph", "nn", "optim", "random", "reference"]
+
+_LAZY = {"viz"}  # imports matplotlib and graphviz: only when asked for
+
+
+def __getattr__(name):
+    if name in _LAZY:
+        return _importlib.import_module(f".{name}", __name__)
+    raise AttributeError(f"module 'minigrad' has no attribute {name!r}")

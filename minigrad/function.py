@@ -29,6 +29,7 @@ __all__ = ["AnomalyError", "Context", "Function", "no_grad", "enable_grad",
 class _State:
     grad_enabled = True
     anomaly = False
+    tracer: list | None = None  # set by minigrad.trace while it records
 
 
 _state = _State()
@@ -181,6 +182,8 @@ class Function:
             out._vc = tensors[0]._vc
         if record and ctx.saved:
             ctx.versions = tuple(t._vc[0] for t in tensors) + (out._vc[0],)
+        if _state.tracer is not None:
+            _state.tracer.append((cls, tensors, attrs, out))
         if _state.anomaly:
             _check_forward(cls.name, data)
             if record:

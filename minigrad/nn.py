@@ -1,0 +1,248 @@
+"""Layers built from minigrad ops, in PyTorch's shape: Module, Linear, Sequential.
+
+A Module owns Tensors with ``requires_grad=True`` (its parameters) and other
+Modules. ``parameters()`` finds them all by walking the attributes in the order
+they were set, so the order is stable from run to run.
+
+Weights are stored as (in_features, out_features), so a layer computes
+``x @ W + b`` exactly as the course writes it (PyTorch stores the transpose).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
+
+import numpy as np
+
+from . import random as _random
+from .tensor import Tensor
+
+__all__ = ["Module", "Linear", "Sequential", "MLP", "ReLU", "Tanh", "Sigmoid", "Dropout",
+           "Identity", "init_weights", "xavier_normal", "xavier_uniform", "he_normal",
+           "he_uniform", "normal"]
+
+
+# ------------------------------------------------------------------ init
+# Each returns an array of shape (fan_in, fan_out) for ``x @ W``.
+
+def normal(fan_in: int, fan_out: int, std: float = 0.01, rng=None) -> np.ndarray:
+    """N(0, std^2): the classic 'small random numbers' (too small for deep nets)."""
+    return (rng or _random.default_generator()).normal(0.0, std, size=(fan_in, fan_out))
+
+
+def xavier_normal(fan_in: int, fan_out: int, rng=None) -> np.ndarray:
+    """Glorot & Bengio (2010): Var = 2 / (fan_in + fan_out), for tanh/sigmoid nets."""
+    std = np.sqrt(2.0 / (fan_in + fan_out))
+    return (rng or _random.default_generator()).normal(0.0, std, size=(fan_in, fan_out))
+
+
+def xavier_uniform(fan_in: int, fan_out: int, rng=None) -> np.ndarray:
+    """U(-a, a) with a = sqrt(6 / (fan_in + fan_out)): same variance as xavier_normal."""
+    a = np.sqrt(6.0 / (fan_in + fan_out))
+    return (rng or _random.default_generator()).uniform(-a, a, size=(fan_in, fan_out))
+
+
+def he_normal(fan_in: int, fan_out: int, rng=None) -> np.ndarray:
+    """He et al. (2015): Var = 2 / fan_in, which keeps ReLU activations' scale."""
+    std = np.sqrt(2.0 / fan_in)
+    return (rng or _random.default_generator()).normal(0.0, std, size=(fan_in, fan_out))
+
+
+def he_uniform(fan_in: int, fan_out: int, rng=None) -> np.ndarray:
+    """U(-a, a) with a = sqrt(6 / fan_in): same variance as he_normal."""
+    a = np.sqrt(6.0 / fan_in)
+    return (rng or _random.default_generator()).uniform(-a, a, size=(fan_in, fan_out))
+
+
+INITS: dict[str, Callable[..., np.ndarray]] = {
+    "normal": normal, "xavier": xavier_normal, "xavier_normal": xavier_normal,
+    "xavier_uniform": xavier_uniform, "he": he_normal, "he_normal": he_normal,
+    "he_uniform": he_uniform,
+}
+
+
+def init_weights(init: str | Callable[..., np.ndarray], fan_in: int, fan_out: int,
+                 rng=None) -> np.ndarray:
+    """An initial weight matrix from a name in ``INITS`` or a callable(fan_in, fan_out, rng)."""
+    if callable(init):
+        return np.asarray(init(fan_in, fan_out, rng=rng))
+    try:
+        return INITS[init](fan_in, fan_out, rng=rng)
+    except KeyError:
+        raise ValueError(f"init: unknown scheme {init!r}; choose one of {sorted(INITS)} "
+                         f"or pass a callable") from None
+
+
+# ---------------------------------------------------------------- Module
+
+class Module:
+    """Base class: subclasses set Tensors and Modules as attributes and define forward."""
+
+    training = True
+
+    def forward(self, *args):
+        raise NotImplementedError
+
+    def __call__(self, *args):
+        return self.forward(*args)
+
+    def named_parameters(self, prefix: str = "") -> Iterator[tuple[str, Tensor]]:
+        seen: set[int] = set()
+        for name, value in vars(self).items():
+            items = value if isinstance(value, (list, tuple)) else [value]
+            for i, v in enumerate(items):
+                full = f"{prefix}{name}" + (f".{i}" if isinstance(value, (list, tuple)) else "")
+                if isinstance(v, Tensor) and v.requires_grad and id(v) not in seen:
+                    seen.add(id(v))
+                    yield full, v
+                elif isinstance(v, Module):
+                    for n, p in v.named_parameters(full + "."):
+                        if id(p) not in seen:
+                            seen.add(id(p))
+                            yield n, p
+
+    def parameters(self) -> list[Tensor]:
+        """Every Tensor with requires_grad=True reachable from this module, once each."""
+        return [p for _, p in self.named_parameters()]
+
+    def modules(self) -> Iterator[Module]:
+        yield self
+        for value in vars(self).values():
+            for v in value if isinstance(value, (list, tuple)) else [value]:
+                if isinstance(v, Module):
+                    yield from v.modules()
+
+    def zero_grad(self) -> None:
+        for p in self.parameters():
+            p.grad = None
+
+    def train(self, mode: bool = True) -> Module:
+        for m in self.modules():
+            m.training = mode
+        return self
+
+    def eval(self) -> Module:
+        return self.train(False)
+
+    def num_parameters(self) -> int:
+        return sum(p.size for p in self.parameters())
+
+
+class Linear(Module):
+    """y = x @ W + b, with W: (in_features, out_features) and b: (out_features,)."""
+
+    def __init__(self, in_features: int, out_features: int, bias: bool = True,
+                 init: str | Callable = "he", rng=None, dtype=None):
+        self.in_features, self.out_features = in_features, out_features
+        self.weight = Tensor(init_weights(init, in_features, out_features, rng),
+                             requires_grad=True, dtype=dtype)
+        self.bias = Tensor(np.zeros(out_features), requires_grad=True, dtype=dtype) if bias else None
+
+    def forward(self, x: Tensor) -> Tensor:
+        y = x @ self.weight
+        return y + self.bias if self.bias is not None else y
+
+    def __repr__(self) -> str:
+        return f"Linear({self.in_features}, {self.out_features}, bias={self.bias is not None})"
+
+
+class _Activation(Module):
+    method = ""
+
+    def forward(self, x: Tensor) -> Tensor:
+        return getattr(x, self.method)()
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}()"
+
+
+class ReLU(_Activation):
+    method = "relu"
+
+
+class Tanh(_Activation):
+    method = "tanh"
+
+
+class Sigmoid(_Activation):
+    method = "sigmoid"
+
+
+class Identity(Module):
+    def forward(self, x: Tensor) -> Tensor:
+        return x
+
+
+ACTIVATIONS = {"relu": ReLU, "tanh": Tanh, "sigmoid": Sigmoid, "identity": Identity}
+
+
+class Dropout(Module):
+    """Zero each element with probability p in training, scale the rest by 1/(1-p).
+
+    The mask comes from ``generator`` (the package's default generator unless
+    given), so ``minigrad.checkpoint`` can replay it exactly.
+    """
+
+    def __init__(self, p: float = 0.5, generator: np.random.Generator | None = None):
+        if not 0.0 <= p < 1.0:
+            raise ValueError(f"Dropout: p must be in [0, 1), got {p}")
+        self.p = p
+        self.generator = generator
+
+    def forward(self, x: Tensor) -> Tensor:
+        if not self.training or self.p == 0.0:
+            return x
+        gen = self.generator or _random.default_generator()
+        keep = gen.random(x.shape) >= self.p
+        return x * (keep / (1.0 - self.p))
+
+    def __repr__(self) -> str:
+        return f"Dropout(p={self.p})"
+
+
+class Sequential(Module):
+    """Apply layers in order."""
+
+    def __init__(self, *layers: Module):
+        self.layers = list(layers)
+
+    def forward(self, x: Tensor) -> Tensor:
+        for layer in self.layers:
+            x = layer(x)
+        return x
+
+    def __getitem__(self, i):
+        return Sequential(*self.layers[i]) if isinstance(i, slice) else self.layers[i]
+
+    def __len__(self) -> int:
+        return len(self.layers)
+
+    def __iter__(self):
+        return iter(self.layers)
+
+    def __repr__(self) -> str:
+        inner = "\n".join(f"  ({i}) {layer!r}" for i, layer in enumerate(self.layers))
+        return f"Sequential(\n{inner}\n)"
+
+
+def MLP(sizes: Sequence[int], activation: str = "relu", init: str | Callable = "he",
+        bias: bool = True, rng=None, dtype=None, dropout: float = 0.0) -> Sequential:
+    """Linear layers of the given sizes with an activation between them (none after the last).
+
+    ``MLP([784, 128, 10])`` is Linear(784, 128), ReLU, Linear(128, 10).
+    """
+    if len(sizes) < 2:
+        raise ValueError(f"MLP: need at least an input and an output size, got {list(sizes)}")
+    try:
+        act = ACTIVATIONS[activation]
+    except KeyError:
+        raise ValueError(f"MLP: unknown activation {activation!r}; choose one of "
+                         f"{sorted(ACTIVATIONS)}") from None
+    layers: list[Module] = []
+    for i, (a, b) in enumerate(zip(sizes[:-1], sizes[1:])):
+        layers.append(Linear(a, b, bias=bias, init=init, rng=rng, dtype=dtype))
+        if i < len(sizes) - 2:
+            layers.append(act())
+            if dropout:
+                layers.append(Dropout(dropout))
+    return Sequential(*layers)
