@@ -3,6 +3,7 @@
 #   make test     unit tests, then every notebook under strict nbval
 #   make lab      JupyterLab on notebooks/, localhost only, with its token
 #   make execute  re-run every notebook in place (Restart & Run All)
+#   make e2e      instructors: open every notebook in JupyterLab in headless Chromium
 #   make lint     ruff on the package, the tests and the notebooks
 #   make torch    add PyTorch to .venv (optional; enables the comparisons)
 #   make clean    remove caches and build output (`make distclean` also drops .venv)
@@ -14,6 +15,7 @@ BIN        := $(VENV)/bin
 STAMP      := $(VENV)/.installed
 NOTEBOOKS  := $(sort $(wildcard notebooks/[0-9][0-9]_*.ipynb))
 TORCH_SPEC ?= torch==2.13.0
+ROOTFLAG   := $(if $(filter 0,$(shell id -u)),--allow-root)
 NBVAL      := --nbval --nbval-current-env --nbval-sanitize-with tests/nbval_sanitize.cfg \
               --nbval-cell-timeout 600
 
@@ -23,11 +25,11 @@ export OMP_NUM_THREADS ?= 1
 export OPENBLAS_NUM_THREADS ?= 1
 export MKL_NUM_THREADS ?= 1
 
-.PHONY: test unit nbtest lab execute lint torch clean distclean venv dot help
+.PHONY: test unit nbtest lab e2e execute lint torch clean distclean venv dot trust help
 .DEFAULT_GOAL := help
 
 help:
-	@sed -n '3,10p' Makefile | sed 's/^# \{0,1\}//'
+	@sed -n '3,11p' Makefile | sed 's/^# \{0,1\}//'
 
 # ------------------------------------------------------------------ set-up
 # The venv is (re)built only when pyproject.toml changes.
@@ -44,29 +46,12 @@ venv: $(STAMP)
 
 # Graphviz's `dot` draws the graphs. Install it where we can, else say how.
 dot:
-	@if command -v dot >/dev/null 2>&1; then exit 0; fi; \
-	echo "Graphviz's 'dot' is not on the PATH; installing it..."; \
-	if [ "$$(uname -s)" = Darwin ]; then \
-	  if command -v brew >/dev/null 2>&1; then brew install graphviz; fi; \
-	elif command -v apt-get >/dev/null 2>&1; then \
-	  if [ "$$(id -u)" = 0 ]; then SUDO=""; \
-	  elif command -v sudo >/dev/null 2>&1; then SUDO="sudo"; \
-	  else SUDO="none"; fi; \
-	  if [ "$$SUDO" != none ]; then \
-	    $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq graphviz >/dev/null; \
-	  fi; \
-	elif command -v dnf >/dev/null 2>&1 && [ "$$(id -u)" = 0 ]; then dnf install -y graphviz; \
-	fi; \
-	if ! command -v dot >/dev/null 2>&1; then \
-	  echo ""; \
-	  echo "Could not install Graphviz automatically. Please install it, then re-run make:"; \
-	  echo "  Debian/Ubuntu: sudo apt-get install -y graphviz"; \
-	  echo "  Fedora:        sudo dnf install -y graphviz"; \
-	  echo "  macOS:         brew install graphviz"; \
-	  echo "  conda:         conda install -c conda-forge graphviz"; \
-	  exit 1; \
-	fi; \
-	echo "Installed: $$(dot -V 2>&1)"
+	@tools/ensure_program.sh dot graphviz graphviz "Graphviz's dot program"
+
+# JupyterLab shows saved SVG (the graphs) only for trusted notebooks; these are
+# the course's own, so mark them trusted for this user.
+trust: $(STAMP)
+	@$(BIN)/jupyter trust $(NOTEBOOKS) >/dev/null
 
 # ------------------------------------------------------------------- tests
 test: unit nbtest
@@ -78,8 +63,14 @@ nbtest: $(STAMP) dot
 	$(BIN)/python -m pytest -q $(NBVAL) $(NOTEBOOKS)
 
 # ---------------------------------------------------------------- the lab
-lab: $(STAMP) dot
-	$(BIN)/jupyter lab --ServerApp.ip=127.0.0.1 --ServerApp.root_dir=notebooks
+lab: $(STAMP) dot trust
+	$(BIN)/jupyter lab --ServerApp.ip=127.0.0.1 --ServerApp.root_dir=notebooks $(ROOTFLAG)
+
+# For instructors: the course checked end to end in headless Chromium.
+e2e: $(STAMP) dot trust
+	@tools/ensure_program.sh "$${CHROMIUM:-chromium} chromium-browser google-chrome" chromium "" "Chromium"
+	@$(BIN)/python -c 'import playwright' 2>/dev/null || $(BIN)/python -m pip install --quiet 'playwright>=1.40'
+	$(BIN)/python tools/e2e.py
 
 # -------------------------------------------------------- maintenance
 # Restart & Run All, saved in place: outputs kept, execution counts 1..n.
