@@ -237,3 +237,27 @@ def test_topological_order_is_deterministic_and_parents_first():
     pos = {id(t): i for i, t in enumerate(order)}
     assert order[-1] is c and order[0] is a
     assert all(pos[id(p)] < pos[id(t)] for t in order for p in t.parents)
+
+
+def test_a_training_loop_leaves_nothing_for_the_garbage_collector():
+    """Each step's graph is freed by reference counting the moment it goes out of scope.
+
+    (Closure-style engines form cycles out -> closure -> out, which only the
+    cyclic garbage collector can free: memory then grows between collections.)
+    """
+    from minigrad import nn, optim
+
+    rng = np.random.default_rng(0)
+    model = nn.MLP([32, 64, 10], rng=rng)
+    opt = optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+    x, y = Tensor(rng.normal(size=(16, 32))), rng.integers(0, 10, size=16)
+    gc.collect()
+    gc.disable()
+    try:
+        for _ in range(5):
+            opt.zero_grad()
+            model(x).cross_entropy_with_logits(y).backward()
+            opt.step()
+        assert gc.collect() == 0
+    finally:
+        gc.enable()
