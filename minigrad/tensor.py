@@ -99,6 +99,15 @@ class Tensor:
     def __len__(self) -> int:
         return len(self.data)
 
+    def __float__(self) -> float:
+        return float(self.item())
+
+    def __bool__(self) -> bool:
+        if self.data.size != 1:
+            raise ValueError(f"the truth value of a tensor of shape {self.shape} is ambiguous; "
+                             f"use .data.any() or .data.all()")
+        return bool(self.data)
+
     def __repr__(self) -> str:
         body = np.array2string(self.data, precision=4, separator=", ", threshold=20,
                                prefix="Tensor(")

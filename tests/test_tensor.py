@@ -90,3 +90,9 @@ def test_detach_cuts_the_graph_but_shares_memory():
 def test_pow_needs_a_number():
     with pytest.raises(TypeError, match="pow"):
         Tensor([1.0]) ** Tensor([2.0])
+
+
+def test_truth_and_float_of_one_element_tensors():
+    assert float(Tensor([[2.5]])) == 2.5 and bool(Tensor(1.0)) and not bool(Tensor(0.0))
+    with pytest.raises(ValueError, match=r"shape \(2,\) is ambiguous"):
+        bool(Tensor([1.0, 2.0]))
