@@ -10,13 +10,14 @@
 Modules: ``tensor`` (the Tensor), ``ops`` (every op's forward and VJP),
 ``function`` (how ops record the graph; no_grad; anomaly mode), ``engine``
 (backward and grad), ``gradcheck`` (numerical checks), ``nn`` and ``optim``
-(layers and optimizers), ``trace`` (static graphs), ``reference`` (hand-derived
+(layers and optimizers), ``data`` (the digits dataset, splits, mini-batches),
+``metrics`` (accuracy, confusion matrix), ``trace`` (static graphs), ``reference`` (hand-derived
 NumPy versions), ``viz`` (pictures; imported on first use).
 """
 
 import importlib as _importlib
 
-from . import nn, optim, random, reference  # noqa: E402,I001
+from . import data, metrics, nn, optim, random, reference  # noqa: E402,I001
 from .engine import backward, grad, topological_order
 from .function import AnomalyError, Context, Function, detect_anomaly, enable_grad, is_grad_enabled, no_grad
 from .gradcheck import GradcheckError, gradcheck, numerical_grad
@@ -28,7 +29,8 @@ __version__ = "0.1.0"
 __all__ = ["Tensor", "as_tensor", "Function", "Context", "backward", "grad",
            "topological_order", "no_grad", "enable_grad", "is_grad_enabled",
            "detect_anomaly", "AnomalyError", "gradcheck", "numerical_grad",
-           "GradcheckError", "trace", "StaticGraph", "nn", "optim", "random", "reference"]
+           "GradcheckError", "trace", "StaticGraph", "nn", "optim", "random", "reference",
+           "data", "metrics"]
 
 _LAZY = {"viz"}  # imports matplotlib and graphviz: only when asked for
 

@@ -23,35 +23,46 @@ __all__ = ["Module", "Linear", "Sequential", "MLP", "ReLU", "Tanh", "Sigmoid", "
 
 
 # ------------------------------------------------------------------ init
-# Each returns an array of shape (fan_in, fan_out) for ``x @ W``.
+# Each returns an array of shape (fan_in, fan_out) for ``x @ W``. ``rng`` is a
+# numpy Generator, an int seed, or None for minigrad.random's default generator.
+
+def _gen(rng) -> np.random.Generator:
+    return _random.as_generator(rng, "init")
+
+
+def _check_size(where: str, what: str, n) -> int:
+    if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
+        raise ValueError(f"{where}: {what} must be a positive integer, got {n!r}")
+    return int(n)
+
 
 def normal(fan_in: int, fan_out: int, std: float = 0.01, rng=None) -> np.ndarray:
     """N(0, std^2): the classic 'small random numbers' (too small for deep nets)."""
-    return (rng or _random.default_generator()).normal(0.0, std, size=(fan_in, fan_out))
+    return _gen(rng).normal(0.0, std, size=(fan_in, fan_out))
 
 
 def xavier_normal(fan_in: int, fan_out: int, rng=None) -> np.ndarray:
     """Glorot & Bengio (2010): Var = 2 / (fan_in + fan_out), for tanh/sigmoid nets."""
     std = np.sqrt(2.0 / (fan_in + fan_out))
-    return (rng or _random.default_generator()).normal(0.0, std, size=(fan_in, fan_out))
+    return _gen(rng).normal(0.0, std, size=(fan_in, fan_out))
 
 
 def xavier_uniform(fan_in: int, fan_out: int, rng=None) -> np.ndarray:
     """U(-a, a) with a = sqrt(6 / (fan_in + fan_out)): same variance as xavier_normal."""
     a = np.sqrt(6.0 / (fan_in + fan_out))
-    return (rng or _random.default_generator()).uniform(-a, a, size=(fan_in, fan_out))
+    return _gen(rng).uniform(-a, a, size=(fan_in, fan_out))
 
 
 def he_normal(fan_in: int, fan_out: int, rng=None) -> np.ndarray:
     """He et al. (2015): Var = 2 / fan_in, which keeps ReLU activations' scale."""
     std = np.sqrt(2.0 / fan_in)
-    return (rng or _random.default_generator()).normal(0.0, std, size=(fan_in, fan_out))
+    return _gen(rng).normal(0.0, std, size=(fan_in, fan_out))
 
 
 def he_uniform(fan_in: int, fan_out: int, rng=None) -> np.ndarray:
     """U(-a, a) with a = sqrt(6 / fan_in): same variance as he_normal."""
     a = np.sqrt(6.0 / fan_in)
-    return (rng or _random.default_generator()).uniform(-a, a, size=(fan_in, fan_out))
+    return _gen(rng).uniform(-a, a, size=(fan_in, fan_out))
 
 
 INITS: dict[str, Callable[..., np.ndarray]] = {
@@ -64,8 +75,14 @@ INITS: dict[str, Callable[..., np.ndarray]] = {
 def init_weights(init: str | Callable[..., np.ndarray], fan_in: int, fan_out: int,
                  rng=None) -> np.ndarray:
     """An initial weight matrix from a name in ``INITS`` or a callable(fan_in, fan_out, rng)."""
+    fan_in = _check_size("init_weights", "fan_in", fan_in)
+    fan_out = _check_size("init_weights", "fan_out", fan_out)
     if callable(init):
-        return np.asarray(init(fan_in, fan_out, rng=rng))
+        w = np.asarray(init(fan_in, fan_out, rng=rng))
+        if w.shape != (fan_in, fan_out):
+            raise ValueError(f"init_weights: the init callable returned shape {w.shape}, "
+                             f"expected (fan_in, fan_out) = {(fan_in, fan_out)}")
+        return w
     try:
         return INITS[init](fan_in, fan_out, rng=rng)
     except KeyError:
@@ -133,12 +150,18 @@ class Linear(Module):
 
     def __init__(self, in_features: int, out_features: int, bias: bool = True,
                  init: str | Callable = "he", rng=None, dtype=None):
+        in_features = _check_size("Linear", "in_features", in_features)
+        out_features = _check_size("Linear", "out_features", out_features)
         self.in_features, self.out_features = in_features, out_features
         self.weight = Tensor(init_weights(init, in_features, out_features, rng),
                              requires_grad=True, dtype=dtype)
         self.bias = Tensor(np.zeros(out_features), requires_grad=True, dtype=dtype) if bias else None
 
     def forward(self, x: Tensor) -> Tensor:
+        shape = np.shape(x.data if isinstance(x, Tensor) else x)
+        if len(shape) < 1 or shape[-1] != self.in_features:
+            raise ValueError(f"{self!r}: expected an input whose last dimension is "
+                             f"{self.in_features}, got shape {tuple(shape)}")
         y = x @ self.weight
         return y + self.bias if self.bias is not None else y
 
@@ -186,6 +209,9 @@ class Dropout(Module):
     def __init__(self, p: float = 0.5, generator: np.random.Generator | None = None):
         if not 0.0 <= p < 1.0:
             raise ValueError(f"Dropout: p must be in [0, 1), got {p}")
+        if generator is not None and not isinstance(generator, np.random.Generator):
+            raise TypeError(f"Dropout: generator must be a numpy.random.Generator or None, "
+                            f"got {type(generator).__name__}")
         self.p = p
         self.generator = generator
 
@@ -233,6 +259,9 @@ def MLP(sizes: Sequence[int], activation: str = "relu", init: str | Callable = "
     """
     if len(sizes) < 2:
         raise ValueError(f"MLP: need at least an input and an output size, got {list(sizes)}")
+    for i, n in enumerate(sizes):
+        _check_size("MLP", f"sizes[{i}]", n)
+    rng = _random.as_generator(rng, "MLP")  # one stream for all layers, even from an int seed
     try:
         act = ACTIVATIONS[activation]
     except KeyError:

@@ -3,10 +3,14 @@
 ``optimizer.state`` maps each parameter's index to its buffers, so that the
 memory notebooks can count them (``state_nbytes()``): none for plain SGD, one
 buffer per parameter for momentum, two for Adam.
+
+``step()`` first checks every gradient, then updates: a bad gradient raises
+before any parameter or buffer has changed.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable
 
 import numpy as np
@@ -16,18 +20,41 @@ from .tensor import Tensor
 __all__ = ["Optimizer", "SGD", "Adam"]
 
 
+def _check_hyper(where: str, name: str, value, low: float, high: float = math.inf,
+                 high_open: bool = True) -> float:
+    """``value`` must be a real number in [low, high) (or [low, high] if not high_open)."""
+    try:
+        v = float(value)
+    except (TypeError, ValueError):
+        raise TypeError(f"{where}: {name} must be a number, got {value!r}") from None
+    ok = low <= v < high if high_open else low <= v <= high
+    if not ok or math.isnan(v):
+        bracket = ")" if high_open else "]"
+        raise ValueError(f"{where}: {name} must be in [{low:g}, {high:g}{bracket}, got {value!r}")
+    return v
+
+
 class Optimizer:
+    """Holds a list of parameters; ``step()`` updates those that have a ``.grad``."""
+
     def __init__(self, params: Iterable[Tensor], lr: float):
+        name = type(self).__name__
         self.params = list(params)
         if not self.params:
-            raise ValueError(f"{type(self).__name__}: got no parameters to optimise")
+            raise ValueError(f"{name}: got no parameters to optimise")
+        seen: dict[int, int] = {}
         for i, p in enumerate(self.params):
             if not isinstance(p, Tensor) or not p.requires_grad:
-                raise ValueError(f"{type(self).__name__}: parameter {i} is not a Tensor "
-                                 f"with requires_grad=True")
-        if lr <= 0:
-            raise ValueError(f"{type(self).__name__}: lr must be positive, got {lr}")
-        self.lr = lr
+                raise ValueError(f"{name}: parameter {i} is not a Tensor with requires_grad=True "
+                                 f"(got {type(p).__name__})")
+            if id(p) in seen:
+                raise ValueError(f"{name}: parameter {i} is the same Tensor as parameter "
+                                 f"{seen[id(p)]}; it would be updated twice per step")
+            seen[id(p)] = i
+        self.lr = _check_hyper(name, "lr", lr, 0.0)
+        if self.lr == 0.0:
+            raise ValueError(f"{name}: lr must be positive, got {lr!r}")
+        self.steps = 0  # completed calls to step()
         self.state: dict[int, dict[str, np.ndarray]] = {}
 
     def zero_grad(self) -> None:
@@ -35,12 +62,15 @@ class Optimizer:
             p.grad = None
 
     def step(self) -> None:
-        for i, p in enumerate(self.params):
-            if p.grad is None:
-                continue
+        """Update every parameter that has a gradient (parameters without one are skipped)."""
+        name = type(self).__name__
+        live = [(i, p) for i, p in enumerate(self.params) if p.grad is not None]
+        for i, p in live:  # check everything before changing anything
             if p.grad.shape != p.shape:
-                raise ValueError(f"{type(self).__name__}.step: parameter {i} has shape {p.shape} "
+                raise ValueError(f"{name}.step: parameter {i} has shape {p.shape} "
                                  f"but its grad has shape {p.grad.shape}")
+        self.steps += 1
+        for i, p in live:
             self._update(i, p)
             p._vc[0] += 1  # an in-place change: values saved from p are now stale
 
@@ -54,11 +84,16 @@ class Optimizer:
 
 
 class SGD(Optimizer):
-    """p -= lr * v, with v = momentum * v + (grad + weight_decay * p) (PyTorch's form)."""
+    """p -= lr * v, with v = momentum * v + (grad + weight_decay * p) (PyTorch's form).
+
+    On a parameter's first step v = grad (no dampening). With momentum 0 no
+    buffer is kept.
+    """
 
     def __init__(self, params, lr: float = 0.01, momentum: float = 0.0, weight_decay: float = 0.0):
         super().__init__(params, lr)
-        self.momentum, self.weight_decay = momentum, weight_decay
+        self.momentum = _check_hyper("SGD", "momentum", momentum, 0.0, 1.0)
+        self.weight_decay = _check_hyper("SGD", "weight_decay", weight_decay, 0.0)
 
     def _update(self, i: int, p: Tensor) -> None:
         g = p.grad if not self.weight_decay else p.grad + self.weight_decay * p.data
@@ -76,30 +111,42 @@ class SGD(Optimizer):
 class Adam(Optimizer):
     """Kingma & Ba (2015). m, v: running means of g and g^2, bias-corrected by step t.
 
+    m = b1 m + (1 - b1) g,   v = b2 v + (1 - b2) g^2,
     p -= lr * m_hat / (sqrt(v_hat) + eps),  m_hat = m / (1 - b1^t),  v_hat = v / (1 - b2^t).
+
+    t counts the steps in which *this* parameter had a gradient (as in PyTorch),
+    so a parameter that joins late gets the right bias correction.
     """
 
     def __init__(self, params, lr: float = 1e-3, betas=(0.9, 0.999), eps: float = 1e-8,
                  weight_decay: float = 0.0):
         super().__init__(params, lr)
-        self.b1, self.b2 = betas
-        self.eps, self.weight_decay = eps, weight_decay
-        self.t = 0
+        try:
+            b1, b2 = betas
+        except (TypeError, ValueError):
+            raise ValueError(f"Adam: betas must be a pair (b1, b2), got {betas!r}") from None
+        self.b1 = _check_hyper("Adam", "betas[0]", b1, 0.0, 1.0)
+        self.b2 = _check_hyper("Adam", "betas[1]", b2, 0.0, 1.0)
+        self.eps = _check_hyper("Adam", "eps", eps, 0.0)
+        self.weight_decay = _check_hyper("Adam", "weight_decay", weight_decay, 0.0)
 
-    def step(self) -> None:
-        self.t += 1
-        super().step()
+    @property
+    def t(self) -> int:
+        """Calls to step() so far."""
+        return self.steps
 
     def _update(self, i: int, p: Tensor) -> None:
         g = p.grad if not self.weight_decay else p.grad + self.weight_decay * p.data
         s = self.state.get(i)
         if s is None:
-            s = self.state[i] = {"m": np.zeros_like(p.data), "v": np.zeros_like(p.data)}
+            s = self.state[i] = {"m": np.zeros_like(p.data), "v": np.zeros_like(p.data), "step": 0}
+        s["step"] += 1
+        t = s["step"]
         m, v = s["m"], s["v"]
         m *= self.b1
         m += (1 - self.b1) * g
         v *= self.b2
         v += (1 - self.b2) * g * g
-        m_hat = m / (1 - self.b1 ** self.t)
-        v_hat = v / (1 - self.b2 ** self.t)
+        m_hat = m / (1 - self.b1 ** t)
+        v_hat = v / (1 - self.b2 ** t)
         p.data -= self.lr * m_hat / (np.sqrt(v_hat) + self.eps)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["manual_seed", "default_generator", "get_state", "set_state"]
+__all__ = ["manual_seed", "default_generator", "get_state", "set_state", "as_generator"]
 
 _generator = np.random.default_rng(0)
 
@@ -32,3 +32,15 @@ def get_state(generator: np.random.Generator | None = None) -> dict:
 
 def set_state(state: dict, generator: np.random.Generator | None = None) -> None:
     (generator or _generator).bit_generator.state = state
+
+
+def as_generator(rng: np.random.Generator | int | None, where: str = "rng") -> np.random.Generator:
+    """``None`` -> the default generator; an int -> a new generator seeded with it."""
+    if rng is None:
+        return _generator
+    if isinstance(rng, np.random.Generator):
+        return rng
+    if isinstance(rng, (int, np.integer)) and not isinstance(rng, bool):
+        return np.random.default_rng(int(rng))
+    raise TypeError(f"{where}: rng must be a numpy.random.Generator, an int seed or None, "
+                    f"got {type(rng).__name__}")

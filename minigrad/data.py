@@ -1,0 +1,174 @@
+"""Data for the course: a small real dataset, a stratified split, and mini-batches.
+
+The dataset is the UCI optical handwritten digits (Alpaydin & Kaynak, 1998;
+CC BY 4.0): 1,797 grey images of 8x8 pixels, each pixel a count from 0 to 16,
+labelled 0-9. It ships with the package as ``minigrad/datasets/digits.npz``
+(see ``minigrad/datasets/README.md`` for where it comes from).
+
+Loading is careful in two ways:
+
+* the file's SHA-256 must equal ``DIGITS_SHA256``, so a truncated or edited
+  file is refused instead of silently training on wrong numbers;
+* arrays are read with ``np.load(..., allow_pickle=False)``: an ``.npz`` can
+  hold pickled Python objects, and unpickling runs code, so any object array
+  is refused.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import zipfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+
+from . import random as _random
+
+__all__ = ["DIGITS_PATH", "DIGITS_SHA256", "DataFileError", "sha256_of", "load_npz",
+           "load_digits", "train_test_split", "batches"]
+
+DIGITS_PATH = Path(__file__).resolve().parent / "datasets" / "digits.npz"
+DIGITS_SHA256 = "aa64e930663d6e9271e1566601d65e70236553f73ec6cb041a4ab37167cf1d04"
+_RESTORE = ("Restore the file that ships with minigrad: `git checkout -- minigrad/datasets/digits.npz` "
+            "in a clone of the repository, or reinstall the package (`pip install -e .`).")
+
+
+class DataFileError(ValueError):
+    """A data file is corrupt, has unexpected contents, or would need pickle to load."""
+
+
+def sha256_of(path: str | Path) -> str:
+    """The SHA-256 of a file's bytes, as 64 hex digits."""
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 16), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def load_npz(path: str | Path, sha256: str | None = None) -> dict[str, np.ndarray]:
+    """Every array of an ``.npz`` file, read without pickle.
+
+    Args:
+        path: the file.
+        sha256: if given, the file's SHA-256 must equal it (checked before reading).
+
+    Raises:
+        FileNotFoundError: the file does not exist.
+        DataFileError: wrong checksum, not a valid ``.npz``, or an object array.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"load_npz: no file at {path}")
+    if sha256 is not None:
+        actual = sha256_of(path)
+        if actual != sha256:
+            raise DataFileError(f"load_npz: {path} has SHA-256 {actual}, expected {sha256}; "
+                                f"the file is corrupt or has been changed")
+    arrays = {}
+    try:
+        with np.load(path, allow_pickle=False) as npz:
+            for name in npz.files:
+                try:
+                    arrays[name] = npz[name]
+                except ValueError as e:  # NumPy: "Object arrays cannot be loaded ..."
+                    raise DataFileError(
+                        f"load_npz: array {name!r} in {path} holds Python objects, which only "
+                        f"pickle can load; minigrad never unpickles data (allow_pickle=False)"
+                    ) from e
+    except (zipfile.BadZipFile, OSError, EOFError) as e:
+        raise DataFileError(f"load_npz: {path} is not a readable .npz file ({e})") from e
+    return arrays
+
+
+def load_digits(raw: bool = False, flatten: bool = False,
+                path: str | Path | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """The 1,797 UCI handwritten digits: ``(images, labels)``.
+
+    Args:
+        raw: return the stored pixel counts (uint8, 0..16) instead of
+            float64 values scaled to [0, 1] (count / 16).
+        flatten: images of shape (1797, 64) instead of (1797, 8, 8).
+        path: read this copy instead of the one in the package (it must have
+            the same checksum).
+
+    Returns:
+        images, and labels as int64 class ids 0..9 of shape (1797,).
+    """
+    path = DIGITS_PATH if path is None else Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"load_digits: the digits file is missing (looked for {path}). "
+                                f"{_RESTORE}")
+    try:
+        arrays = load_npz(path, sha256=DIGITS_SHA256)
+    except DataFileError as e:
+        raise DataFileError(f"load_digits: {path} is not the digits file that ships with minigrad "
+                            f"(expected SHA-256 {DIGITS_SHA256}). {_RESTORE}\nDetail: {e}") from e
+    images, labels = arrays["images"], arrays["labels"]
+    # The checksum already vouches for these; they document what the file holds.
+    assert images.shape == (1797, 8, 8) and images.dtype == np.uint8
+    assert labels.shape == (1797,) and labels.dtype == np.uint8
+    x = images if raw else images.astype(np.float64) / 16.0
+    if flatten:
+        x = x.reshape(len(x), 64)
+    return x, labels.astype(np.int64)
+
+
+def train_test_split(x: np.ndarray, y: np.ndarray, test_fraction: float = 0.2,
+                     seed: int = 0) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """A stratified, seeded split: ``x_train, x_test, y_train, y_test``.
+
+    Each class c with n_c examples sends ``round(test_fraction * n_c)`` of them
+    (at least one, and never all) to the test split, chosen at random with
+    ``np.random.default_rng(seed)``; so every class keeps its share in both
+    splits, and the same seed always gives the same split. Examples keep their
+    original order within each split.
+    """
+    x, y = np.asarray(x), np.asarray(y)
+    if len(x) != len(y):
+        raise ValueError(f"train_test_split: x has {len(x)} examples but y has {len(y)}")
+    if y.ndim != 1 or y.dtype.kind not in "iu":
+        raise ValueError(f"train_test_split: y must be a 1-D array of integer class ids, "
+                         f"got dtype {y.dtype} and shape {y.shape}")
+    if not 0.0 < test_fraction < 1.0:
+        raise ValueError(f"train_test_split: test_fraction must be in (0, 1), got {test_fraction}")
+    rng = np.random.default_rng(seed)
+    test = np.zeros(len(y), dtype=bool)
+    for c in np.unique(y):
+        idx = np.flatnonzero(y == c)
+        if len(idx) < 2:
+            raise ValueError(f"train_test_split: class {c} has {len(idx)} example; a stratified "
+                             f"split needs at least 2 per class")
+        k = min(max(int(round(test_fraction * len(idx))), 1), len(idx) - 1)
+        test[rng.permutation(idx)[:k]] = True
+    return x[~test], x[test], y[~test], y[test]
+
+
+def batches(x: np.ndarray, y: np.ndarray, batch_size: int,
+            rng: np.random.Generator | int | None = None, shuffle: bool = True,
+            drop_last: bool = False) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+    """Mini-batches ``(x[idx], y[idx])`` covering the data once (one epoch).
+
+    With ``shuffle`` the order is a fresh permutation drawn from ``rng`` (a
+    Generator, a seed, or None for ``minigrad.random``'s default generator);
+    each call draws a new one. The last batch is smaller unless ``drop_last``.
+    """
+    x, y = np.asarray(x), np.asarray(y)
+    if len(x) != len(y):
+        raise ValueError(f"batches: x has {len(x)} examples but y has {len(y)}")
+    if isinstance(batch_size, bool) or not isinstance(batch_size, (int, np.integer)) or batch_size < 1:
+        raise ValueError(f"batches: batch_size must be a positive integer, got {batch_size!r}")
+    if shuffle:
+        gen = _random.as_generator(rng, "batches")
+        order = gen.permutation(len(x))
+    else:
+        order = np.arange(len(x))
+    stop = len(x) - len(x) % batch_size if drop_last else len(x)
+
+    def epoch():
+        for start in range(0, stop, batch_size):
+            idx = order[start:start + batch_size]
+            yield x[idx], y[idx]
+
+    return epoch()

@@ -1,0 +1,224 @@
+"""minigrad.data: the shipped digits file, its integrity checks, the split, the batches."""
+
+import pickle
+import shutil
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from minigrad import data
+from minigrad.data import DataFileError, batches, load_digits, load_npz, train_test_split
+
+# ------------------------------------------------------------------ loading
+
+def test_shipped_file_matches_the_recorded_checksum():
+    assert data.DIGITS_PATH.is_file()
+    assert data.sha256_of(data.DIGITS_PATH) == data.DIGITS_SHA256
+
+
+def test_digits_shapes_dtypes_and_ranges():
+    x, y = load_digits()
+    assert x.shape == (1797, 8, 8) and x.dtype == np.float64
+    assert x.min() == 0.0 and x.max() == 1.0
+    assert y.shape == (1797,) and y.dtype == np.int64
+    raw, y_raw = load_digits(raw=True)
+    assert raw.dtype == np.uint8 and raw.min() == 0 and raw.max() == 16
+    np.testing.assert_array_equal(raw / 16.0, x)
+    np.testing.assert_array_equal(y_raw, y)
+    flat, _ = load_digits(flatten=True)
+    assert flat.shape == (1797, 64)
+    np.testing.assert_array_equal(flat[5], x[5].ravel())  # row by row
+
+
+def test_digits_class_counts():
+    # The counts published with the UCI test part (optdigits.tes).
+    _, y = load_digits()
+    assert np.bincount(y).tolist() == [178, 182, 177, 183, 181, 182, 181, 179, 174, 180]
+
+
+def test_digits_pixels_look_like_digits():
+    # A zero has ink around a hole: the centre of the mean "0" is lighter than its ring.
+    x, y = load_digits()
+    zero = x[y == 0].mean(axis=0)
+    assert zero[3:5, 3:5].mean() < 0.5 * zero[1:7, 1:7].max()
+    # The outer columns are almost always blank at this resolution.
+    assert x[:, :, 0].mean() < 0.05
+
+
+def test_a_corrupted_copy_is_refused_with_a_clear_error(tmp_path):
+    bad = tmp_path / "digits.npz"
+    shutil.copy(data.DIGITS_PATH, bad)
+    raw = bytearray(bad.read_bytes())
+    raw[len(raw) // 2] ^= 0xFF
+    bad.write_bytes(bytes(raw))
+    with pytest.raises(DataFileError) as e:
+        load_digits(path=bad)
+    msg = str(e.value)
+    assert "load_digits" in msg and data.DIGITS_SHA256 in msg
+    assert "git checkout -- minigrad/datasets/digits.npz" in msg
+
+
+def test_a_truncated_copy_is_refused(tmp_path):
+    bad = tmp_path / "digits.npz"
+    bad.write_bytes(data.DIGITS_PATH.read_bytes()[:1000])
+    with pytest.raises(DataFileError, match="expected SHA-256"):
+        load_digits(path=bad)
+    with pytest.raises(DataFileError, match="not a readable .npz"):
+        load_npz(bad)  # without a checksum, reading itself fails clearly
+
+
+def test_a_missing_file_says_how_to_restore_it(tmp_path):
+    with pytest.raises(FileNotFoundError) as e:
+        load_digits(path=tmp_path / "nowhere.npz")
+    msg = str(e.value)
+    assert "missing" in msg and "nowhere.npz" in msg and "git checkout" in msg
+
+
+def test_load_npz_checks_the_checksum_before_reading(tmp_path):
+    path = tmp_path / "a.npz"
+    np.savez(path, a=np.arange(3))
+    assert load_npz(path, sha256=data.sha256_of(path))["a"].tolist() == [0, 1, 2]
+    with pytest.raises(DataFileError, match="expected 0000"):
+        load_npz(path, sha256="0" * 64)
+
+
+_UNPICKLED = []
+
+
+def _record(tag):
+    _UNPICKLED.append(tag)
+    return tag
+
+
+class _Payload:
+    """Unpickling this calls _record: a stand-in for code an attacker would run."""
+
+    def __reduce__(self):
+        return (_record, ("unpickled",))
+
+
+def test_an_object_array_is_refused_and_never_unpickled(tmp_path):
+    path = tmp_path / "evil.npz"
+    arr = np.empty(1, dtype=object)
+    arr[0] = _Payload()
+    np.savez(path, images=arr)
+    assert pickle.loads(pickle.dumps(_Payload())) == "unpickled"  # the payload is live
+    _UNPICKLED.clear()
+    with pytest.raises(DataFileError, match="pickle") as e:
+        load_npz(path)
+    assert "'images'" in str(e.value)
+    assert _UNPICKLED == []
+
+
+# -------------------------------------------------------------------- split
+
+def test_split_is_stratified_disjoint_and_complete():
+    _, y = load_digits()
+    idx = np.arange(len(y))
+    i_tr, i_te, y_tr, y_te = train_test_split(idx, y, test_fraction=0.2, seed=0)
+    assert sorted(np.concatenate([i_tr, i_te]).tolist()) == idx.tolist()
+    np.testing.assert_array_equal(y[i_tr], y_tr)
+    np.testing.assert_array_equal(y[i_te], y_te)
+    counts = np.bincount(y)
+    assert np.bincount(y_te, minlength=10).tolist() == [int(round(0.2 * c)) for c in counts]
+    assert np.all(np.diff(i_tr) > 0) and np.all(np.diff(i_te) > 0)  # original order kept
+
+
+def test_split_is_deterministic_and_depends_on_the_seed():
+    x, y = load_digits(flatten=True)
+    a = train_test_split(x, y, 0.25, seed=3)
+    b = train_test_split(x, y, 0.25, seed=3)
+    c = train_test_split(x, y, 0.25, seed=4)
+    for u, v in zip(a, b):
+        np.testing.assert_array_equal(u, v)
+    assert not np.array_equal(a[1], c[1])
+
+
+@given(st.lists(st.integers(0, 4), min_size=2, max_size=60), st.floats(0.05, 0.95))
+def test_split_keeps_every_class_in_both_parts(labels, frac):
+    y = np.array(labels)
+    counts = np.bincount(y)
+    if (counts[counts > 0] < 2).any():
+        with pytest.raises(ValueError, match="at least 2 per class"):
+            train_test_split(np.arange(len(y)), y, frac, seed=0)
+        return
+    _, _, y_tr, y_te = train_test_split(np.arange(len(y)), y, frac, seed=0)
+    assert set(y_tr.tolist()) == set(y_te.tolist()) == set(labels)
+    assert len(y_tr) + len(y_te) == len(y)
+
+
+@pytest.mark.parametrize("args, msg", [
+    ((np.zeros((3, 2)), np.array([0, 1])), "x has 3 examples but y has 2"),
+    ((np.zeros((4, 2)), np.array([0.0, 1.0, 0.0, 1.0])), "integer class ids"),
+    ((np.zeros((4, 2)), np.array([0, 1, 0, 1]), 0.0), r"test_fraction must be in \(0, 1\)"),
+    ((np.zeros((4, 2)), np.array([0, 1, 0, 1]), 1.0), r"test_fraction must be in \(0, 1\)"),
+])
+def test_split_errors(args, msg):
+    with pytest.raises(ValueError, match=msg):
+        train_test_split(*args)
+
+
+# ------------------------------------------------------------------ batches
+
+def test_batches_cover_the_data_once_in_a_seeded_order():
+    x = np.arange(10)[:, None] * np.ones((1, 3))
+    y = np.arange(10)
+    got = list(batches(x, y, 4, rng=np.random.default_rng(0)))
+    assert [len(b) for _, b in got] == [4, 4, 2]
+    seen = np.concatenate([b for _, b in got])
+    assert sorted(seen.tolist()) == list(range(10)) and seen.tolist() != list(range(10))
+    for xb, yb in got:
+        np.testing.assert_array_equal(xb[:, 0], yb)  # x and y stay paired
+    again = list(batches(x, y, 4, rng=np.random.default_rng(0)))
+    assert all(np.array_equal(a[1], b[1]) for a, b in zip(got, again))
+
+
+def test_batches_draw_a_new_order_each_epoch_and_can_keep_order():
+    x, y = np.zeros((12, 1)), np.arange(12)
+    gen = np.random.default_rng(1)
+    e1 = np.concatenate([b for _, b in batches(x, y, 5, gen)])
+    e2 = np.concatenate([b for _, b in batches(x, y, 5, gen)])
+    assert not np.array_equal(e1, e2)
+    plain = [b.tolist() for _, b in batches(x, y, 5, shuffle=False)]
+    assert plain == [[0, 1, 2, 3, 4], [5, 6, 7, 8, 9], [10, 11]]
+    dropped = [len(b) for _, b in batches(x, y, 5, rng=0, drop_last=True)]
+    assert dropped == [5, 5]
+
+
+def test_batches_from_the_default_generator_replay_after_manual_seed():
+    import minigrad
+
+    x, y = np.zeros((9, 1)), np.arange(9)
+    minigrad.random.manual_seed(7)
+    a = [b.tolist() for _, b in batches(x, y, 4)]
+    minigrad.random.manual_seed(7)
+    b = [b.tolist() for _, b in batches(x, y, 4)]
+    assert a == b
+
+
+@pytest.mark.parametrize("kwargs, err, msg", [
+    (dict(batch_size=0), ValueError, "batch_size must be a positive integer"),
+    (dict(batch_size=2.5), ValueError, "batch_size must be a positive integer"),
+    (dict(batch_size=2, rng="seed"), TypeError, "batches: rng must be"),
+])
+def test_batches_errors_are_raised_at_the_call(kwargs, err, msg):
+    with pytest.raises(err, match=msg):
+        batches(np.zeros((4, 1)), np.arange(4), **kwargs)  # no iteration needed
+    with pytest.raises(ValueError, match="x has 4 examples but y has 3"):
+        batches(np.zeros((4, 1)), np.arange(3), 2)
+
+
+def test_the_data_file_is_declared_as_package_data():
+    import fnmatch
+
+    try:
+        import tomllib
+    except ImportError:  # Python 3.10
+        import tomli as tomllib
+    root = data.DIGITS_PATH.parents[2]
+    project = tomllib.loads((root / "pyproject.toml").read_text())
+    patterns = project["tool"]["setuptools"]["package-data"]["minigrad"]
+    rel = data.DIGITS_PATH.relative_to(root / "minigrad").as_posix()
+    assert any(fnmatch.fnmatch(rel, pat) for pat in patterns), f"{rel} would not ship"
