@@ -136,19 +136,28 @@ class Context:
             if isinstance(v, np.ndarray):
                 total += v.nbytes
         for k, v in vars(self).items():
-            if k != "saved" and isinstance(v, np.ndarray):
-                total += v.nbytes
+            if k != "saved":
+                total += sum(a.nbytes for a in _arrays(v))
         return total
 
     def release(self) -> None:
         """Drop everything kept for backward; a second backward then fails clearly."""
         self.saved = None
         for k, v in list(vars(self).items()):
-            if isinstance(v, np.ndarray):
+            if _arrays(v):
                 setattr(self, k, None)
 
     def __repr__(self) -> str:
         return f"<{self.fn.__name__}Backward>"
+
+
+def _arrays(v: Any) -> list[np.ndarray]:
+    """The arrays in a ctx attribute: the attribute itself, or inside a tuple (an index)."""
+    if isinstance(v, np.ndarray):
+        return [v]
+    if isinstance(v, tuple):
+        return [a for a in v if isinstance(a, np.ndarray)]
+    return []
 
 
 class Function:

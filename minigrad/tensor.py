@@ -91,10 +91,18 @@ class Tensor:
     def item(self) -> float:
         if self.data.size != 1:
             raise ValueError(f"item: only a tensor with one element can be converted, got shape {self.shape}")
+        self._note_read()
         return self.data.item()
 
     def numpy(self) -> np.ndarray:
+        self._note_read()
         return self.data
+
+    def _note_read(self) -> None:
+        """While minigrad.trace records, note that this value left the graph for Python."""
+        from .function import _state
+        if _state.tracer is not None:
+            _state.tracer.append(("read", self))
 
     def __len__(self) -> int:
         return len(self.data)

@@ -3,16 +3,28 @@
 ``trace(fn, *example_inputs)`` runs ``fn`` on the examples and writes down
 every op it calls, in order. The result is a :class:`StaticGraph`: a list of
 nodes that can run again on new inputs without the Python code, can be
-printed, drawn, and rewritten by optimisation passes. This is the idea behind
-TensorFlow 1.x graphs and ``torch.jit.trace``/``torch.compile``'s capture.
+printed, drawn, and rewritten by passes such as :meth:`StaticGraph.prune`. This
+is the idea behind TensorFlow 1.x graphs and ``torch.jit.trace``, and the
+capture step of ``torch.compile``.
 
-What tracing cannot see: Python control flow. An ``if`` or a loop that depends
-on the data is run once, on the example, and only the branch taken is recorded.
+A value the function uses without computing it from the inputs is *captured*:
+
+* a tensor that requires grad (a parameter) is kept **by reference**, so a
+  replay reads its current value and backward reaches its ``.grad``, like a
+  TensorFlow ``Variable``;
+* anything else (numbers, arrays, data tensors) is copied **by value** into a
+  constant, frozen as it was while tracing.
+
+What tracing cannot see is Python itself. An ``if`` or a loop whose outcome
+depends on the data runs once, on the example, and only the branch taken is
+recorded. The graph notes every ``.item()`` / ``.numpy()`` call made while
+tracing (``StaticGraph.reads``): each is a place where a value left the graph
+and Python may have branched on it. Reading ``.data`` directly is invisible.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -28,8 +40,9 @@ __all__ = ["Node", "StaticGraph", "trace"]
 class Node:
     """One recorded op call: ``values[out] = fn(values[args...], **attrs)``.
 
-    ``args`` are value slots: an int indexes ``StaticGraph.values``. Slots 0..k-1
-    are the graph's inputs; constants get slots of their own.
+    ``args`` are value slots: an int indexes the graph's values. Slots
+    ``0..n_inputs-1`` are the graph's inputs; constants and captured tensors get
+    slots of their own, and so does every node's output.
     """
 
     fn: type[Function]
@@ -44,14 +57,23 @@ class Node:
 
 @dataclass
 class StaticGraph:
+    """A recorded function: inputs, constants, captured tensors, nodes in order, outputs.
+
+    Calling it replays the nodes on new inputs. The ops are applied to Tensors,
+    so the result is differentiable exactly as the eager result would be.
+    """
+
     n_inputs: int
     nodes: list[Node]
     constants: dict[int, np.ndarray]
     outputs: list[int]
-    n_values: int = field(default=0)
+    n_values: int = 0
+    captured: dict[int, Tensor] = field(default_factory=dict)
+    reads: list[int] = field(default_factory=list)
+    single_output: bool = True
 
     def __call__(self, *inputs: Any):
-        """Replay on new inputs. Ops are applied to Tensors, so the result is differentiable."""
+        """Replay on new inputs (Tensors or arrays), without running the Python function."""
         if len(inputs) != self.n_inputs:
             raise TypeError(f"StaticGraph: expected {self.n_inputs} inputs, got {len(inputs)}")
         values: dict[int, Tensor] = {}
@@ -59,49 +81,99 @@ class StaticGraph:
             values[i] = x if isinstance(x, Tensor) else Tensor(x)
         for slot, c in self.constants.items():
             values[slot] = Tensor._make(c, False, (), "", None)
+        values.update(self.captured)
         for node in self.nodes:
-            values[node.out] = node.fn.apply(*(values[a] for a in node.args), **node.attrs)
+            args = [values[a] for a in node.args]
+            try:
+                values[node.out] = node.fn.apply(*args, **node.attrs)
+            except (ValueError, IndexError, TypeError) as e:
+                shapes = ", ".join(str(tuple(a.shape)) for a in args)
+                raise type(e)(f"StaticGraph: replaying v{node.out} = {node.name}"
+                              f"({self._refs(node.args)}) on shapes {shapes} failed: {e}") from None
         outs = [values[o] for o in self.outputs]
-        return outs[0] if len(outs) == 1 else tuple(outs)
+        return outs[0] if self.single_output else tuple(outs)
 
+    # ----------------------------------------------------------- inspection
     def op_counts(self) -> dict[str, int]:
+        """How many times each op occurs, in order of first appearance."""
         counts: dict[str, int] = {}
         for n in self.nodes:
             counts[n.name] = counts.get(n.name, 0) + 1
         return counts
 
-    def __repr__(self) -> str:
-        def ref(a: int) -> str:
-            if a < self.n_inputs:
-                return f"in{a}"
-            if a in self.constants:
-                c = self.constants[a]
-                return f"const{tuple(c.shape)}" if c.size > 1 else f"{c.item():g}"
-            return f"v{a}"
+    def prune(self) -> StaticGraph:
+        """A copy without the nodes no output depends on (dead-code elimination).
 
+        Slots keep their numbers, so the pruned graph's listing lines up with the
+        original's. A static graph can do this because it sees the whole program.
+        """
+        live = set(self.outputs)
+        kept: list[Node] = []
+        for n in reversed(self.nodes):
+            if n.out in live:
+                kept.append(n)
+                live.update(n.args)
+        kept.reverse()
+        return StaticGraph(self.n_inputs, kept,
+                           {s: c for s, c in self.constants.items() if s in live},
+                           list(self.outputs), self.n_values,
+                           {s: t for s, t in self.captured.items() if s in live},
+                           [r for r in self.reads if r in live], self.single_output)
+
+    def _ref(self, a: int) -> str:
+        if a < self.n_inputs:
+            return f"in{a}"
+        if a in self.constants:
+            c = self.constants[a]
+            return f"const{tuple(c.shape)}" if c.size != 1 else f"{c.item():g}"
+        if a in self.captured:
+            t = self.captured[a]
+            return t.name or f"param{tuple(t.shape)}"
+        return f"v{a}"
+
+    def _refs(self, args) -> str:
+        return ", ".join(self._ref(a) for a in args)
+
+    def __repr__(self) -> str:
         lines = [f"StaticGraph(inputs={[f'in{i}' for i in range(self.n_inputs)]})"]
         for n in self.nodes:
             attrs = "".join(f", {k}={_short(v)}" for k, v in n.attrs.items())
-            lines.append(f"  v{n.out} = {n.name}({', '.join(ref(a) for a in n.args)}{attrs})")
-        lines.append(f"  return {', '.join(ref(o) for o in self.outputs)}")
+            lines.append(f"  v{n.out} = {n.name}({self._refs(n.args)}{attrs})")
+        lines.append(f"  return {', '.join(self._ref(o) for o in self.outputs)}")
+        for r in self.reads:
+            lines.append(f"  # {self._ref(r)} was read into Python while tracing: "
+                         f"control flow that depended on it is frozen")
         return "\n".join(lines)
 
-    def draw(self):
-        """A Graphviz drawing: inputs, constants and ops, in recorded order."""
+    def draw(self, title: str | None = None):
+        """A Graphviz drawing: inputs, constants, captured tensors and ops, in recorded order.
+
+        Values read into Python while tracing get a dashed edge to a note.
+        """
         from .viz.graph import PALETTE, Graph
 
-        g = Graph(graph_attr={"rankdir": "LR", "fontname": "Helvetica"},
-                  node_attr={"fontname": "Helvetica", "fontsize": "10"})
+        g = Graph(graph_attr={"rankdir": "LR", "fontname": "Helvetica", "fontsize": "11"},
+                  node_attr={"fontname": "Helvetica", "fontsize": "10"},
+                  edge_attr={"arrowsize": "0.6"})
+        if title:
+            g.attr(label=title, labelloc="b")
         for i in range(self.n_inputs):
-            g.node(f"v{i}", f"in{i}", shape="box", style="filled,rounded", fillcolor=PALETTE["param"])
-        for slot, c in self.constants.items():
-            label = f"const {tuple(c.shape)}" if c.size > 1 else f"{c.item():g}"
-            g.node(f"v{slot}", label, shape="box", style="filled,rounded", fillcolor=PALETTE["data"])
+            g.node(f"v{i}", f"in{i}", shape="box", style="filled,rounded", fillcolor=PALETTE["data"])
+        for slot in self.constants:
+            g.node(f"v{slot}", self._ref(slot), shape="box", style="filled,rounded",
+                   fillcolor="#ffffff")
+        for slot in self.captured:
+            g.node(f"v{slot}", self._ref(slot), shape="box", style="filled,rounded",
+                   fillcolor=PALETTE["param"])
         for n in self.nodes:
             g.node(f"v{n.out}", f"v{n.out} = {n.name}", shape="ellipse", style="filled",
                    fillcolor=PALETTE["root"] if n.out in self.outputs else PALETTE["op"])
             for a in n.args:
                 g.edge(f"v{a}", f"v{n.out}")
+        for k, r in enumerate(self.reads):
+            g.node(f"py{k}", "read into Python\n(.item)", shape="note", style="filled",
+                   fillcolor="#f4f4f4")
+            g.edge(f"v{r}", f"py{k}", style="dashed")
         return g
 
 
@@ -111,8 +183,21 @@ def _short(v: Any) -> str:
     return repr(v)
 
 
+def _describe(r: Any) -> str:
+    if isinstance(r, Tensor):
+        return f"a Tensor of shape {r.shape} made outside the recorded ops"
+    if isinstance(r, np.ndarray):
+        return f"a NumPy array of shape {r.shape}"
+    return f"a {type(r).__name__}"
+
+
 def trace(fn: Callable[..., Any], *example_inputs: Any) -> StaticGraph:
-    """Run ``fn(*example_inputs)`` once and record every op into a StaticGraph."""
+    """Run ``fn(*example_inputs)`` once and record every op into a StaticGraph.
+
+    ``fn`` takes Tensors and returns a Tensor or a tuple/list of Tensors, each
+    computed by minigrad ops (or one of the inputs itself). Arrays among the
+    examples are wrapped as Tensors first.
+    """
     inputs = [x if isinstance(x, Tensor) else Tensor(x) for x in example_inputs]
     log: list = []
     prev, _state.tracer = _state.tracer, log
@@ -120,24 +205,39 @@ def trace(fn: Callable[..., Any], *example_inputs: Any) -> StaticGraph:
         result = fn(*inputs)
     finally:
         _state.tracer = prev
-    results: Sequence[Tensor] = result if isinstance(result, (tuple, list)) else [result]
+    single = not isinstance(result, (tuple, list))
+    results = [result] if single else list(result)
 
+    # ``log`` keeps every tensor alive, so the ids below stay unique while we map them.
     slot = {id(t): i for i, t in enumerate(inputs)}
-    keep = list(inputs)  # keep tensors alive so ids stay unique while we map them
     constants: dict[int, np.ndarray] = {}
+    captured: dict[int, Tensor] = {}
     nodes: list[Node] = []
-    for cls, tensors, attrs, out in log:
+    reads: list[int] = []
+    for entry in log:
+        if entry[0] == "read":  # tensor.item() / .numpy() while tracing
+            if id(entry[1]) in slot and slot[id(entry[1])] not in reads:
+                reads.append(slot[id(entry[1])])
+            continue
+        cls, tensors, attrs, out = entry
         args = []
         for t in tensors:
-            if id(t) not in slot:  # not an input, not made by a recorded op: a constant
+            if id(t) not in slot:  # not an input, not made by a recorded op: captured
                 slot[id(t)] = len(slot)
-                constants[slot[id(t)]] = t.data
-                keep.append(t)
+                if t.requires_grad:
+                    captured[slot[id(t)]] = t
+                else:
+                    constants[slot[id(t)]] = t.data.copy()
             args.append(slot[id(t)])
         slot[id(out)] = len(slot)
-        keep.append(out)
         nodes.append(Node(cls, tuple(args), dict(attrs), slot[id(out)]))
-    missing = [i for i, r in enumerate(results) if id(r) not in slot]
-    if missing:
-        raise ValueError(f"trace: output {missing[0]} was not computed by minigrad ops from the inputs")
-    return StaticGraph(len(inputs), nodes, constants, [slot[id(r)] for r in results], len(slot))
+
+    for i, r in enumerate(results):
+        if not isinstance(r, Tensor) or id(r) not in slot or slot[id(r)] in constants \
+                or slot[id(r)] in captured:
+            raise ValueError(
+                f"trace: output {i} was not computed from the inputs by minigrad ops (it is "
+                f"{_describe(r)}), so a replay could not recompute it. Return Tensors made by ops "
+                f"(or the inputs themselves); compute with ops instead of .data or .item().")
+    return StaticGraph(len(inputs), nodes, constants, [slot[id(r)] for r in results], len(slot),
+                       captured, reads, single)
