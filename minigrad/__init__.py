@@ -21,7 +21,8 @@ from . import data, metrics, nn, optim, random, reference  # noqa: E402,I001
 from .engine import backward, grad, topological_order
 from .function import AnomalyError, Context, Function, detect_anomaly, enable_grad, is_grad_enabled, no_grad
 from .gradcheck import GradcheckError, gradcheck, numerical_grad
-from .inspect import format_saved, saved_memory, saved_values  # what a graph keeps for backward
+from .inspect import format_saved, saved_memory, saved_values
+from .jacobian import jacobian, jacobian_nbytes, numerical_jacobian, vjp
 from .tensor import Tensor, as_tensor
 from .trace import StaticGraph, trace
 
@@ -31,9 +32,8 @@ __all__ = ["Tensor", "as_tensor", "Function", "Context", "backward", "grad",
            "topological_order", "no_grad", "enable_grad", "is_grad_enabled",
            "detect_anomaly", "AnomalyError", "gradcheck", "numerical_grad",
            "GradcheckError", "trace", "StaticGraph", "nn", "optim", "random", "reference",
-           "data", "metrics"]
-
-__all__ += ["inspect", "saved_values", "saved_memory", "format_saved"]
+           "data", "metrics", "inspect", "saved_values", "saved_memory", "format_saved",
+           "jacobian", "numerical_jacobian", "vjp", "jacobian_nbytes"]
 
 _LAZY = {"viz"}  # imports matplotlib and graphviz: only when asked for
 

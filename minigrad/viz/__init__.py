@@ -2,8 +2,10 @@
 
 from .classify import plot_confusion, plot_images
 from .graph import INSTALL_HINT, Graph, GraphvizNotFound, draw_graph, tensor_label
+from .jacobian import plot_jacobian, plot_scaling
 from .plots import plot_curves
 from .saved import draw_fields, plot_saved
 
 __all__ = ["INSTALL_HINT", "Graph", "GraphvizNotFound", "draw_graph", "tensor_label",
-           "plot_curves", "plot_images", "plot_confusion", "draw_fields", "plot_saved"]
+           "plot_curves", "plot_images", "plot_confusion", "draw_fields", "plot_saved",
+           "plot_jacobian", "plot_scaling"]
