@@ -25,7 +25,12 @@ def code_cells(nb):
 def test_there_are_notebooks_numbered_from_00():
     assert NOTEBOOKS and NOTEBOOKS[0].name.startswith("00_")
     numbers = [int(p.name[:2]) for p in NOTEBOOKS]
-    assert numbers == list(range(len(numbers))), f"numbering has gaps: {numbers}"
+    assert len(set(numbers)) == len(numbers), f"two notebooks share a number: {numbers}"
+    # Notebooks are written in parallel, so a branch may lack some numbers; the
+    # README's table is the list of record, and it must link every notebook.
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    unlisted = [p.name for p in NOTEBOOKS if f"(notebooks/{p.name})" not in readme]
+    assert not unlisted, f"add a row to the README's notebook table for {unlisted}"
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
