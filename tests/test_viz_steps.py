@@ -162,10 +162,10 @@ def test_frames_show_the_steps_gradients_not_an_earlier_dot_grad():
 
 
 def test_show_displays_every_frame_in_turn(monkeypatch):
-    import IPython.display
+    ipython_display = pytest.importorskip("IPython.display")
 
     shown = []
-    monkeypatch.setattr(IPython.display, "display", lambda obj: shown.append(obj))
+    monkeypatch.setattr(ipython_display, "display", lambda obj: shown.append(obj))
     x, loss = two_paths()
     steps = backward_steps(loss)
     steps.show()
