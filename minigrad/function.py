@@ -182,7 +182,9 @@ class Function:
         ctx = Context(cls, tuple(t.requires_grad for t in tensors) if record else ())
         data = cls.forward(ctx, *(t.data for t in tensors), **attrs)
         if type(data) is not np.ndarray:  # NumPy reductions return scalars
-            data = np.asarray(data)
+            raw, data = data, np.asarray(data)
+            if ctx.saved:  # a saved output must stay the output itself (create_graph needs it)
+                ctx.saved = tuple(data if v is raw else v for v in ctx.saved)
         if not record:
             out = Tensor._make(data, False, (), "", None)
         else:

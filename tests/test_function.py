@@ -1,8 +1,10 @@
-"""Context: what it counts as saved, and that release frees all of it."""
+"""Function and Context: what an op records and saves, and that release frees it."""
 
 import numpy as np
+import pytest
 
-from minigrad import Tensor
+import minigrad as mg
+from minigrad import Tensor, numerical_grad
 
 
 def test_saved_nbytes_counts_index_arrays_kept_in_a_tuple():
@@ -21,3 +23,52 @@ def test_release_drops_array_attributes_and_keeps_the_rest():
     assert ctx.released and ctx.idx is None and ctx.saved_nbytes() == 0
     assert ctx.needs_input_grad == (True,)
     np.testing.assert_allclose(p.grad[[0, 1, 2, 3], [0, 1, 2, 0]], -1 / (4 * (1 / 3)))
+
+
+# Function.apply: what an op records for its backward pass.
+#
+# Regression: on a 0-d tensor NumPy's ufuncs return a scalar, not an array. The
+# output was then wrapped in a new array while the op had saved the scalar, so
+# ``create_graph`` no longer saw that the saved value *was* the output and
+# treated it as a constant: second derivatives of exp, tanh and sigmoid of a
+# 0-d tensor came out wrong, and an in-place change of such an output went
+# unnoticed.
+
+
+
+ELEMENTWISE = {
+    "exp": lambda x: x.exp(),
+    "tanh": lambda x: x.tanh(),
+    "sigmoid": lambda x: x.sigmoid(),
+    "tanh * exp(-x^2/2)": lambda x: x.tanh() * (-(x ** 2) * 0.5).exp(),
+}
+
+
+@pytest.mark.parametrize("shape", [(), (3,)])
+@pytest.mark.parametrize("name", list(ELEMENTWISE))
+def test_second_derivatives_of_outputs_saved_by_an_op(name, shape):
+    f = ELEMENTWISE[name]
+    x = np.array(np.full(shape, 0.7) + np.arange(np.prod(shape)).reshape(shape) * 0.3)
+
+    def first(t):
+        return mg.grad(f(t).sum(), t, create_graph=True)[0]
+
+    t = Tensor(x, requires_grad=True)
+    (second,) = mg.grad(first(t).sum(), t)
+    numeric = numerical_grad(lambda: first(Tensor(x, requires_grad=True)).data.sum(), x)
+    np.testing.assert_allclose(second.data, numeric, rtol=1e-6, atol=1e-8)
+
+
+def test_a_saved_0d_output_is_the_output_itself():
+    x = Tensor(0.5, requires_grad=True)
+    y = x.exp()
+    assert y.grad_fn.saved[0] is y.data
+
+
+def test_in_place_change_of_a_saved_0d_output_is_caught():
+    x = Tensor(0.5, requires_grad=True)
+    y = x.exp()  # exp's VJP uses its saved output
+    with mg.no_grad():
+        y.add_(1.0)
+    with pytest.raises(RuntimeError, match="'exp' saved for backward was modified in place"):
+        y.backward()

@@ -5,7 +5,8 @@ from .graph import INSTALL_HINT, Graph, GraphvizNotFound, draw_graph, tensor_lab
 from .jacobian import plot_jacobian, plot_scaling
 from .plots import plot_curves
 from .saved import draw_fields, plot_saved
+from .steps import BackwardSteps, Step, backward_steps
 
 __all__ = ["INSTALL_HINT", "Graph", "GraphvizNotFound", "draw_graph", "tensor_label",
            "plot_curves", "plot_images", "plot_confusion", "draw_fields", "plot_saved",
-           "plot_jacobian", "plot_scaling"]
+           "plot_jacobian", "plot_scaling", "backward_steps", "BackwardSteps", "Step"]

@@ -82,15 +82,20 @@ def _fmt(a: np.ndarray) -> str:
 
 
 def tensor_label(t: Tensor, index: int, grad: np.ndarray | None = None,
-                 show_grad: bool = False, show_data: bool = True) -> str:
-    """The text of a tensor's box: name, shape, small values, and optionally its grad."""
+                 show_grad: bool = False, show_data: bool = True, *,
+                 fall_back_to_grad: bool = True) -> str:
+    """The text of a tensor's box: name, shape, small values, and optionally its grad.
+
+    The grad shown is ``grad`` if given, else ``t.grad`` (unless ``fall_back_to_grad``
+    is False: then a missing ``grad`` shows as None).
+    """
     lines = [t.name or f"t{index}", str(tuple(t.shape))]
     if t.dtype != np.float64:
         lines[-1] += f" {t.dtype}"
     if show_data:
         lines.append(f"data {_fmt(t.data)}")
     if show_grad:
-        g = t.grad if grad is None else grad
+        g = t.grad if grad is None and fall_back_to_grad else grad
         lines.append("grad None" if g is None else f"grad {_fmt(g)}")
     return "\n".join(lines)
 
@@ -117,7 +122,8 @@ def draw_graph(root: Tensor, show_grads: bool = False, show_data: bool = True,
             The rest are folded into one box that counts what it hides.
         rankdir: "LR" (left to right) or "TB" (top to bottom).
         highlight, done: tensors to colour as the current / finished node.
-        grads: {topological index: gradient} to show instead of ``.grad``.
+        grads: {topological index: gradient} to show instead of ``.grad`` (a tensor
+            missing from it shows "grad None", whatever its ``.grad``).
         title: a caption under the graph.
     """
     order = topological_order(root)
@@ -146,7 +152,8 @@ def draw_graph(root: Tensor, show_grads: bool = False, show_data: bool = True,
         fill = PALETTE["focus"] if id(t) in focus else (
             PALETTE["done"] if id(t) in finished else PALETTE[_kind(t, root)])
         grad = None if grads is None else grads.get(i)
-        g.node(f"t{i}", tensor_label(t, i, grad, show_grads, show_data), shape="box",
+        g.node(f"t{i}", tensor_label(t, i, grad, show_grads, show_data,
+                                     fall_back_to_grad=grads is None), shape="box",
                style="filled,rounded", fillcolor=fill)
         if t.grad_fn is None:
             continue
