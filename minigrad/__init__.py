@@ -16,10 +16,11 @@ NumPy versions), ``viz`` (pictures; imported on first use).
 
 import importlib as _importlib
 
-from . import nn, optim, random, reference  # noqa: E402,I001
+from . import flow, nn, optim, random, reference  # noqa: E402,I001
 from .engine import backward, grad, topological_order
 from .function import AnomalyError, Context, Function, detect_anomaly, enable_grad, is_grad_enabled, no_grad
 from .gradcheck import GradcheckError, gradcheck, numerical_grad
+from .ops import layer_norm
 from .tensor import Tensor, as_tensor
 from .trace import StaticGraph, trace
 
@@ -29,6 +30,7 @@ __all__ = ["Tensor", "as_tensor", "Function", "Context", "backward", "grad",
            "topological_order", "no_grad", "enable_grad", "is_grad_enabled",
            "detect_anomaly", "AnomalyError", "gradcheck", "numerical_grad",
            "GradcheckError", "trace", "StaticGraph", "nn", "optim", "random", "reference"]
+__all__ += ["flow", "layer_norm"]
 
 _LAZY = {"viz"}  # imports matplotlib and graphviz: only when asked for
 
