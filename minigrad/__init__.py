@@ -17,13 +17,14 @@ NumPy versions), ``viz`` (pictures; imported on first use).
 
 import importlib as _importlib
 
-from . import data, metrics, nn, optim, random, reference  # noqa: E402,I001
+from . import data, flow, metrics, nn, optim, random, reference  # noqa: E402,I001
 from .engine import backward, grad, topological_order
 from .forward import jacfwd, jvp
 from .function import AnomalyError, Context, Function, detect_anomaly, enable_grad, is_grad_enabled, no_grad
 from .gradcheck import GradcheckError, gradcheck, numerical_grad
 from .inspect import format_saved, saved_memory, saved_values
 from .jacobian import jacobian, jacobian_nbytes, numerical_jacobian, vjp
+from .ops import layer_norm
 from .tensor import Tensor, as_tensor
 from .trace import StaticGraph, trace
 
@@ -34,7 +35,8 @@ __all__ = ["Tensor", "as_tensor", "Function", "Context", "backward", "grad",
            "detect_anomaly", "AnomalyError", "gradcheck", "numerical_grad",
            "GradcheckError", "trace", "StaticGraph", "nn", "optim", "random", "reference",
            "data", "metrics", "inspect", "saved_values", "saved_memory", "format_saved",
-           "jacobian", "numerical_jacobian", "vjp", "jacobian_nbytes", "jvp", "jacfwd"]
+           "jacobian", "numerical_jacobian", "vjp", "jacobian_nbytes", "jvp", "jacfwd",
+           "flow", "layer_norm"]
 
 _LAZY = {"viz"}  # imports matplotlib and graphviz: only when asked for
 

@@ -10,7 +10,7 @@ Weights are stored as (in_features, out_features), so a layer computes
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 
 import numpy as np
 
@@ -275,3 +275,110 @@ def MLP(sizes: Sequence[int], activation: str = "relu", init: str | Callable = "
             if dropout:
                 layers.append(Dropout(dropout))
     return Sequential(*layers)
+
+
+# ------------------------------------------------- gradient-flow helpers
+# Residual connections, layer normalisation and clipping (notebook 10).
+
+from .ops import layer_norm as _layer_norm  # noqa: E402
+
+__all__ += ["Residual", "LayerNorm", "clip_grad_norm"]
+
+
+class Residual(Module):
+    """y = x + module(x) (He et al., 2016).
+
+    The Jacobian is I + d module / dx, so backward hands dL/dy to x unchanged
+    along the identity path, whatever the wrapped module does to its share.
+    """
+
+    def __init__(self, module: Module):
+        self.module = module
+
+    def forward(self, x: Tensor) -> Tensor:
+        y = self.module(x)
+        if y.shape != x.shape:
+            raise ValueError(f"Residual: the wrapped module must keep the shape of its input to "
+                             f"be added to it; it maps {x.shape} to {y.shape}")
+        return x + y
+
+    def __repr__(self) -> str:
+        inner = repr(self.module).replace("\n", "\n  ")
+        return f"Residual(\n  {inner}\n)"
+
+
+class LayerNorm(Module):
+    """y = gain * (x - mean) / sqrt(var + eps) + bias over the last axis (Ba et al., 2016).
+
+    ``gain`` (called ``weight``, as in PyTorch) starts at ones and ``bias`` at
+    zeros, both of shape (features,). The normalisation is one op,
+    ``minigrad.ops.LayerNorm``, with its own VJP.
+    """
+
+    def __init__(self, features: int, eps: float = 1e-5, dtype=None):
+        if int(features) != features or features < 1:
+            raise ValueError(f"LayerNorm: features must be a positive integer, got {features!r}")
+        self.features, self.eps = int(features), eps
+        self.weight = Tensor(np.ones(self.features), requires_grad=True, dtype=dtype)
+        self.bias = Tensor(np.zeros(self.features), requires_grad=True, dtype=dtype)
+
+    def forward(self, x: Tensor) -> Tensor:
+        if x.ndim == 0 or x.shape[-1] != self.features:
+            raise ValueError(f"LayerNorm({self.features}): the input's last axis must have "
+                             f"{self.features} features, got shape {x.shape}")
+        return _layer_norm(x, eps=self.eps) * self.weight + self.bias
+
+    def __repr__(self) -> str:
+        return f"LayerNorm({self.features}, eps={self.eps:g})"
+
+
+def clip_grad_norm(parameters: Tensor | Iterable[Tensor], max_norm: float,
+                   error_if_nonfinite: bool = True) -> float:
+    """Scale all gradients together so that their global L2 norm is at most ``max_norm``.
+
+    total = sqrt(sum over parameters p of sum(p.grad ** 2)); if total > max_norm,
+    every ``p.grad`` is multiplied in place by max_norm / total, so the direction
+    of the full gradient is kept and its norm becomes exactly ``max_norm``.
+    Parameters whose ``.grad`` is None are skipped. Returns ``total``, the norm
+    *before* clipping, as ``torch.nn.utils.clip_grad_norm_`` does. (PyTorch
+    divides by total + 1e-6, so its clipped norm falls a hair short of max_norm.)
+
+    A NaN or infinite norm cannot be clipped into anything useful: it raises
+    RuntimeError and leaves every gradient as it was (PyTorch's default is to
+    go on; pass ``error_if_nonfinite=False`` to get the norm back unchanged).
+    """
+    params = [parameters] if isinstance(parameters, Tensor) else list(parameters)
+    if isinstance(max_norm, bool) or not isinstance(max_norm, (int, float, np.number)):
+        raise TypeError(f"clip_grad_norm: max_norm must be a number, got {max_norm!r}")
+    max_norm = float(max_norm)
+    if not (np.isfinite(max_norm) and max_norm > 0):
+        raise ValueError(f"clip_grad_norm: max_norm must be a positive finite number, got {max_norm}")
+    grads, seen = [], set()
+    for i, p in enumerate(params):
+        if not isinstance(p, Tensor):
+            raise TypeError(f"clip_grad_norm: parameter {i} is a {type(p).__name__}, not a Tensor")
+        if p.grad is not None and id(p) not in seen:  # a tensor listed twice counts once
+            seen.add(id(p))
+            grads.append(p)
+    with np.errstate(over="ignore"):
+        total = float(np.sqrt(sum(float(np.sum(np.square(p.grad, dtype=np.float64))) for p in grads)))
+    if np.isinf(total) and all(np.all(np.isfinite(p.grad)) for p in grads):
+        # The squares overflowed, not the grads: factor out the largest entry.
+        m = max(float(np.max(np.abs(p.grad))) for p in grads)
+        total = m * float(np.sqrt(sum(float(np.sum(np.square(p.grad / m))) for p in grads)))
+    if not np.isfinite(total):
+        if error_if_nonfinite:
+            bad = [i for i, p in enumerate(params) if p.grad is not None
+                   and not np.all(np.isfinite(p.grad))]
+            raise RuntimeError(f"clip_grad_norm: the total gradient norm is {total}; the grads of "
+                               f"parameters {bad[:10]}{' ...' if len(bad) > 10 else ''} hold NaN "
+                               f"or inf. Nothing was changed.")
+        return total
+    if total > max_norm:
+        scale = max_norm / total
+        for p in grads:
+            if p.grad.flags.writeable:
+                p.grad *= scale
+            else:
+                p.grad = p.grad * scale
+    return total

@@ -582,3 +582,57 @@ class CrossEntropyWithLogits(Function):
         d[ctx.idx] -= 1.0
         d *= g / n
         return (d,)
+
+
+# ---------------------------------------------------------- normalisation
+
+
+class LayerNorm(Function):
+    """Normalise over the last axis (Ba, Kiros & Hinton, 2016), without gain or bias.
+
+    Per row of D features:  mu = mean(x),  var = mean((x - mu)**2)  (biased, as
+    PyTorch),  sigma = sqrt(var + eps),  y = x_hat = (x - mu) / sigma.
+
+    VJP: dx = (1 / sigma) * (g - mean(g) - x_hat * mean(g * x_hat)), means over the
+    last axis. The three terms come from the three ways x reaches y: directly,
+    through mu, and through sigma (d sigma / d x_i = x_hat_i / (D sigma)).
+    Hence every row of dx sums to zero: shifting a row by a constant does not
+    change y, so the gradient has no component along (1, ..., 1).
+
+    Saved: y and 1/sigma (one number per row).
+    """
+
+    name = "layer_norm"
+
+    @staticmethod
+    def forward(ctx, x, eps=1e-5):
+        if x.ndim == 0:
+            raise ValueError("layer_norm: needs at least one axis to normalise, got a 0-d tensor")
+        if not (np.isfinite(eps) and eps > 0):
+            raise ValueError(f"layer_norm: eps must be a positive number, got {eps!r}; it keeps "
+                             f"1/sqrt(var + eps) finite for a constant row")
+        xc = x - x.mean(axis=-1, keepdims=True)
+        inv_sigma = 1.0 / np.sqrt((xc * xc).mean(axis=-1, keepdims=True) + eps)
+        y = xc * inv_sigma
+        ctx.save_for_backward(y, inv_sigma)
+        ctx.eps = eps
+        return y
+
+    @staticmethod
+    def backward(ctx, g):
+        if isinstance(g, Tensor):
+            # Differentiating the gradient itself: x_hat and 1/sigma must be
+            # functions of x, so rebuild them from the input with Tensor ops.
+            x = ctx.inputs[0]
+            xc = x - x.mean(axis=-1, keepdims=True)
+            inv_sigma = ((xc * xc).mean(axis=-1, keepdims=True) + ctx.eps) ** -0.5
+            x_hat = xc * inv_sigma
+        else:
+            x_hat, inv_sigma = ctx.saved
+        return (inv_sigma * (g - g.mean(axis=-1, keepdims=True)
+                             - x_hat * (g * x_hat).mean(axis=-1, keepdims=True)),)
+
+
+def layer_norm(x, eps: float = 1e-5):
+    """(x - mean) / sqrt(var + eps) over the last axis of ``x`` (see :class:`LayerNorm`)."""
+    return LayerNorm.apply(x, eps=eps)
