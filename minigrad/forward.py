@@ -243,6 +243,16 @@ def _cross_entropy_with_logits(dots, args, out, target):
     return np.asarray((d * dz).sum() / n, dtype=out.dtype)
 
 
+@defjvp(ops.LayerNorm)
+def _layer_norm(dots, args, out, eps=1e-5):
+    """y = (x - mean x) / sigma.   dy = (1/sigma) (dxc - y mean(y dxc)),  dxc = dx - mean(dx)."""
+    (dx,), (x,) = dots, args
+    xc = x - x.mean(axis=-1, keepdims=True)
+    inv_sigma = 1.0 / np.sqrt((xc * xc).mean(axis=-1, keepdims=True) + eps)
+    dxc = dx - dx.mean(axis=-1, keepdims=True)
+    return inv_sigma * (dxc - out * (out * dxc).mean(axis=-1, keepdims=True))
+
+
 # ------------------------------------------------------------ the driver
 
 

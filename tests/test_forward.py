@@ -38,6 +38,7 @@ CASES = [
      (-2, 2)),
     ("a two-layer network", lambda x, w1, w2: ((x @ w1).tanh() @ w2).log_softmax(axis=1),
      [(3, 2), (2, 4), (4, 3)], (-1, 1)),
+    ("layer_norm", lambda a, w: mg.layer_norm(a @ w) * 2.0, [(3, 4), (4, 5)], (-2, 2)),
 ]
 IDS = [c[0] for c in CASES]
 
