@@ -10,16 +10,18 @@
 Modules: ``tensor`` (the Tensor), ``ops`` (every op's forward and VJP),
 ``function`` (how ops record the graph; no_grad; anomaly mode), ``engine``
 (backward and grad), ``gradcheck`` (numerical checks), ``nn`` and ``optim``
-(layers and optimizers), ``trace`` (static graphs), ``reference`` (hand-derived
+(layers and optimizers), ``trace`` (static graphs) and ``passes`` (rewriting
+them), ``hessian`` (Hessian-vector products), ``reference`` (hand-derived
 NumPy versions), ``viz`` (pictures; imported on first use).
 """
 
 import importlib as _importlib
 
-from . import nn, optim, random, reference  # noqa: E402,I001
+from . import nn, optim, passes, random, reference  # noqa: E402,I001
 from .engine import backward, grad, topological_order
 from .function import AnomalyError, Context, Function, detect_anomaly, enable_grad, is_grad_enabled, no_grad
 from .gradcheck import GradcheckError, gradcheck, numerical_grad
+from .hessian import hessian, hvp
 from .tensor import Tensor, as_tensor
 from .trace import StaticGraph, trace
 
@@ -28,7 +30,8 @@ __version__ = "0.1.0"
 __all__ = ["Tensor", "as_tensor", "Function", "Context", "backward", "grad",
            "topological_order", "no_grad", "enable_grad", "is_grad_enabled",
            "detect_anomaly", "AnomalyError", "gradcheck", "numerical_grad",
-           "GradcheckError", "trace", "StaticGraph", "nn", "optim", "random", "reference"]
+           "GradcheckError", "trace", "StaticGraph", "nn", "optim", "random", "reference",
+           "hvp", "hessian", "passes"]
 
 _LAZY = {"viz"}  # imports matplotlib and graphviz: only when asked for
 

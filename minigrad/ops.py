@@ -331,6 +331,7 @@ class GetItem(Function):
     """
 
     name = "getitem"
+    may_be_view = True  # slices give a view of a (shared version counter), index arrays a copy
 
     @staticmethod
     def forward(ctx, a, idx):
