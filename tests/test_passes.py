@@ -2,6 +2,8 @@
 
 import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 import minigrad as mg
 from minigrad import Tensor
@@ -150,3 +152,45 @@ def test_two_chains_meeting_fuse_into_one():
     assert [n.name for n in g.nodes] == ["fused[exp,tanh,add]", "sum"]
     x, y = Tensor([0.1, 0.2], requires_grad=True), Tensor([0.3, 0.4], requires_grad=True)
     assert mg.gradcheck(lambda a, b: g(a, b), x, y)
+
+
+# ------------------------------------------------ random programs (hypothesis)
+
+UNARY = [lambda a: a.tanh(), lambda a: a.sigmoid(), lambda a: (a * 0.5).exp(), lambda a: -a,
+         lambda a: a.relu() + 0.1]
+BINARY = [lambda a, b: a + b, lambda a, b: a * b, lambda a, b: a - b * 2.0]
+
+
+@given(st.lists(st.tuples(st.booleans(), st.integers(0, 4), st.integers(0, 50), st.integers(0, 50)),
+                min_size=1, max_size=12),
+       st.sampled_from([(), (3,), (2, 3)]))
+def test_random_elementwise_programs_keep_outputs_and_gradients(program, b_shape):
+    """Any chain of elementwise ops (with reuse and broadcasting) optimises to the same function."""
+
+    def f(x, b):
+        vals = [x, b]
+        for binary, op, i, j in program:
+            a = vals[i % len(vals)]
+            if binary:
+                vals.append(BINARY[op % len(BINARY)](a, vals[j % len(vals)]))
+            else:
+                vals.append(UNARY[op](a))
+        return (vals[-1] * vals[-1]).sum() + vals[-2].sum()
+
+    r = np.random.default_rng(1)
+    x0, b0 = r.standard_normal((2, 3)), r.standard_normal(b_shape)
+    g = mg.trace(f, x0, b0)
+    fast = optimize(g)
+    assert len(fast.nodes) <= len(g.nodes)
+    x1, b1 = r.standard_normal((2, 3)), r.standard_normal(b_shape)
+    outs = []
+    for graph in (g, fast):
+        xt, bt = Tensor(x1, requires_grad=True), Tensor(b1, requires_grad=True)
+        out = graph(xt, bt)
+        outs.append((out.item(), [d.data for d in mg.grad(out, [xt, bt], allow_unused=True)
+                                  if d is not None]))
+    (o1, d1), (o2, d2) = outs
+    assert abs(o1 - o2) <= 1e-10 * max(1.0, abs(o1))
+    assert len(d1) == len(d2)
+    for a, b in zip(d1, d2):
+        np.testing.assert_allclose(b, a, rtol=1e-10, atol=1e-10)

@@ -82,6 +82,21 @@ def test_a_bad_notebook_writes_nothing(tmp_path):
     assert not (tmp_path / "out").exists()
 
 
+def test_command_line_writes_notebooks_and_readme(tmp_path, capsys):
+    assert make_student.main(["--out", str(tmp_path / "s"), str(NOTEBOOKS[0])]) == 0
+    assert (tmp_path / "s" / NOTEBOOKS[0].name).exists()
+    readme = (tmp_path / "s" / "README.md").read_text()
+    assert "raise NotImplementedError" in readme and "Run All" in readme and "make test" in readme
+    assert "wrote 1 student notebooks" in capsys.readouterr().out
+
+
+def test_make_student_is_a_documented_target():
+    make = (ROOT / "Makefile").read_text()
+    assert "\nstudent:" in make and "tools/make_student.py" in make
+    assert "#   make student" in make
+    assert "make student" in (ROOT / "README.md").read_text()
+
+
 # ------------------------------------------------------------ every notebook
 
 
