@@ -80,6 +80,15 @@ def test_views_share_the_version_counter_with_their_base(shape, make_view):
     assert base._version == 2
 
 
+def test_a_reshape_that_must_copy_gets_its_own_counter():
+    base = Tensor(np.arange(6.0).reshape(2, 3))
+    flat = base.T.reshape(6)          # not expressible as strides over base: a copy
+    assert not np.shares_memory(flat.data, base.data)
+    base.add_(1.0)
+    assert flat._version == 0 and flat.data.tolist() == [0.0, 3.0, 1.0, 4.0, 2.0, 5.0]
+    assert base.reshape(3, 2)._vc is base._vc   # contiguous: a view, one counter
+
+
 def test_an_index_array_makes_a_copy_with_its_own_counter():
     base = Tensor(np.arange(4.0))
     c = base[np.array([0, 2])]

@@ -4,9 +4,9 @@ Static checks: markers are balanced and not nested; the student version holds
 no line of any solution, clears every output, and puts `raise
 NotImplementedError` at the indent of each BEGIN marker.
 
-Execution check (marked `slow`; it runs every student notebook once):
-the student notebooks are executed with nbclient, continuing past errors, and
-each cell is judged by this rule:
+Execution check (marked `slow`; it runs every student notebook once, two
+kernels at a time): the student notebooks are executed with nbclient,
+continuing past errors, and each cell is judged by this rule:
 
 * an exercise cell (one that held a solution) must raise NotImplementedError;
 * a cell is *tainted* if it reads a name that an exercise cell binds, or a name
@@ -21,6 +21,7 @@ So the blanks break exactly what depends on them, and nothing else.
 import ast
 import importlib.util
 import json
+import os
 import pathlib
 
 import pytest
@@ -184,17 +185,40 @@ def test_taint_follows_names_through_functions():
     assert tainted_cells(cells) == ([1], {2, 3})
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("path", NOTEBOOKS, ids=ids)
-def test_student_notebook_fails_only_where_a_solution_is_missing(path, student_dir):
+def _execute_all(paths, workdir, parallel):
+    """Run the student notebooks, `parallel` kernels at a time; {name: executed notebook}."""
+    import asyncio
+
     import nbformat
     from nbclient import NotebookClient
 
+    async def run_all():
+        gate = asyncio.Semaphore(parallel)
+
+        async def run(path):
+            nb = nbformat.read(workdir / path.name, as_version=4)
+            async with gate:
+                await NotebookClient(nb, timeout=600, kernel_name="python3", allow_errors=True,
+                                     resources={"metadata": {"path": str(workdir)}}).async_execute()
+            return path.name, nb
+
+        return dict(await asyncio.gather(*(run(p) for p in paths)))
+
+    return asyncio.run(run_all())
+
+
+@pytest.fixture(scope="module")
+def executed(student_dir):
+    # Notebooks run single-threaded (OMP_NUM_THREADS=1 in the Makefile): one kernel per core.
+    return _execute_all(NOTEBOOKS, student_dir, parallel=max(1, min(2, os.cpu_count() or 1)))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=ids)
+def test_student_notebook_fails_only_where_a_solution_is_missing(path, executed):
     reference = load(path)["cells"]
     exercises, tainted = tainted_cells(reference)
-    nb = nbformat.read(student_dir / path.name, as_version=4)
-    NotebookClient(nb, timeout=600, kernel_name="python3", allow_errors=True,
-                   resources={"metadata": {"path": str(student_dir)}}).execute()
+    nb = executed[path.name]
     for k, cell in enumerate(nb.cells):
         if cell.cell_type != "code":
             continue
