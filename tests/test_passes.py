@@ -194,3 +194,24 @@ def test_random_elementwise_programs_keep_outputs_and_gradients(program, b_shape
     assert len(d1) == len(d2)
     for a, b in zip(d1, d2):
         np.testing.assert_allclose(b, a, rtol=1e-10, atol=1e-10)
+
+
+# ------------------------------------------------------ tracing (the passes' input)
+
+
+def test_trace_replays_on_new_inputs_and_bakes_in_control_flow():
+    f = lambda x: x.relu() * 2.0 if x.data.sum() > 0 else x.tanh()
+    g = mg.trace(f, np.array([1.0, 2.0]))
+    assert [n.name for n in g.nodes] == ["relu", "mul"]
+    assert g(Tensor([3.0, -1.0])).data.tolist() == [6.0, 0.0]
+    assert g(Tensor([-1.0, -2.0])).data.tolist() == [0.0, 0.0]      # eager would take tanh
+    assert "v1 = relu(in0)" in repr(g) and "return v3" in repr(g)
+
+
+def test_trace_bad_use_is_named():
+    g = mg.trace(lambda a, b: a * b, np.ones(2), np.ones(2))
+    with pytest.raises(TypeError, match=r"StaticGraph: expected 2 inputs, got 1"):
+        g(Tensor(np.ones(2)))
+    outside = Tensor([1.0])
+    with pytest.raises(ValueError, match=r"trace: output 0 was not computed by minigrad ops"):
+        mg.trace(lambda x: outside, np.ones(1))

@@ -35,7 +35,7 @@ line with your code.
 
 1. Open a notebook in JupyterLab (`make lab` from the repository root serves
    the reference notebooks; to work on these, run
-   `jupyter lab --ServerApp.ip=127.0.0.1 build/student`).
+   `.venv/bin/jupyter lab --ServerApp.ip=127.0.0.1 build/student` there).
 2. Write your solution in place of `raise NotImplementedError`.
 3. Run the whole notebook (Kernel > Restart Kernel and Run All Cells).
    The cells at the end hold `assert`s; they pass once your exercises are
