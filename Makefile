@@ -6,6 +6,7 @@
 #   make e2e      instructors: open every notebook in JupyterLab in headless Chromium
 #   make lint     ruff on the package, the tests and the notebooks
 #   make torch    add PyTorch to .venv (optional; enables the comparisons)
+#   make student  write build/student/: exercises blanked, outputs cleared
 #   make clean    remove caches and build output (`make distclean` also drops .venv)
 
 SHELL      := /bin/bash
@@ -25,11 +26,11 @@ export OMP_NUM_THREADS ?= 1
 export OPENBLAS_NUM_THREADS ?= 1
 export MKL_NUM_THREADS ?= 1
 
-.PHONY: test unit nbtest lab e2e execute lint torch clean distclean venv dot trust help
+.PHONY: test unit nbtest lab e2e execute lint torch student clean distclean venv dot trust help
 .DEFAULT_GOAL := help
 
 help:
-	@sed -n '3,11p' Makefile | sed 's/^# \{0,1\}//'
+	@sed -n '/^#   make /p' Makefile | sed 's/^# \{0,1\}//'
 
 # ------------------------------------------------------------------ set-up
 # The venv is (re)built only when pyproject.toml changes.
@@ -87,6 +88,11 @@ lint: $(STAMP)
 
 torch: $(STAMP)
 	@$(BIN)/python -c 'import torch' 2>/dev/null || $(BIN)/python -m pip install --quiet '$(TORCH_SPEC)'
+
+# The student version: each "# BEGIN SOLUTION ... # END SOLUTION" region becomes
+# `raise NotImplementedError`; outputs are cleared. See build/student/README.md.
+student: $(STAMP)
+	$(BIN)/python tools/make_student.py --out build/student $(NOTEBOOKS)
 
 clean:
 	rm -rf build .pytest_cache .hypothesis .ruff_cache *.egg-info

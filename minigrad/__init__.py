@@ -11,17 +11,19 @@ Modules: ``tensor`` (the Tensor), ``ops`` (every op's forward and VJP),
 ``function`` (how ops record the graph; no_grad; anomaly mode), ``engine``
 (backward and grad), ``gradcheck`` (numerical checks), ``nn`` and ``optim``
 (layers and optimizers), ``data`` (the digits dataset, splits, mini-batches),
-``metrics`` (accuracy, confusion matrix), ``trace`` (static graphs), ``reference`` (hand-derived
+``metrics`` (accuracy, confusion matrix), ``trace`` (static graphs) and ``passes``
+(rewriting them), ``hessian`` (Hessian-vector products), ``reference`` (hand-derived
 NumPy versions), ``viz`` (pictures; imported on first use).
 """
 
 import importlib as _importlib
 
-from . import data, flow, metrics, nn, optim, random, reference  # noqa: E402,I001
+from . import data, flow, metrics, nn, optim, passes, random, reference  # noqa: E402,I001
 from .engine import backward, grad, topological_order
 from .forward import jacfwd, jvp
 from .function import AnomalyError, Context, Function, detect_anomaly, enable_grad, is_grad_enabled, no_grad
 from .gradcheck import GradcheckError, gradcheck, numerical_grad
+from .hessian import hessian, hvp
 from .inspect import format_saved, saved_memory, saved_values
 from .jacobian import jacobian, jacobian_nbytes, numerical_jacobian, vjp
 from .ops import layer_norm
@@ -36,7 +38,7 @@ __all__ = ["Tensor", "as_tensor", "Function", "Context", "backward", "grad",
            "GradcheckError", "trace", "StaticGraph", "nn", "optim", "random", "reference",
            "data", "metrics", "inspect", "saved_values", "saved_memory", "format_saved",
            "jacobian", "numerical_jacobian", "vjp", "jacobian_nbytes", "jvp", "jacfwd",
-           "flow", "layer_norm"]
+           "flow", "layer_norm", "hvp", "hessian", "passes"]
 
 _LAZY = {"viz"}  # imports matplotlib and graphviz: only when asked for
 

@@ -97,7 +97,8 @@ def _check_grad(ctx, i: int, g: Any) -> None:
         raise AnomalyError(
             f"detect_anomaly: the backward pass of '{ctx.name}' returned "
             f"{_describe_nonfinite(np.asarray(data))} in the gradient of its input {i}.\n"
-            f"The op was created at {ctx.created_at or '<created outside detect_anomaly>'}")
+            f"The op was created at {ctx.created_at or '<created outside detect_anomaly>'}",
+            op=ctx.name, phase="backward", frame=ctx.created_frame)
 
 
 def _run(root: Tensor, grad: Any, capture: Sequence[Tensor] | None, retain_graph: bool,

@@ -17,6 +17,7 @@ so the engine never needs to know an op by name.
 from __future__ import annotations
 
 import contextlib
+import os
 import traceback
 from typing import Any
 
@@ -90,13 +91,24 @@ def detect_anomaly():
         _state.anomaly = prev
 
 
+def _user_frame_summary() -> traceback.FrameSummary | None:
+    """The innermost stack frame outside the minigrad package (the user's line)."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    for frame in reversed(traceback.extract_stack()[:-2]):
+        if not os.path.abspath(frame.filename).startswith(here + os.sep):
+            return frame
+    return None
+
+
+def _format_frame(frame: traceback.FrameSummary | None) -> str:
+    if frame is None:
+        return "<unknown>"
+    return f"{frame.filename}:{frame.lineno} in {frame.name}\n    {frame.line or ''}".rstrip()
+
+
 def _user_frame() -> str:
     """The innermost stack frame outside the minigrad package, as 'file:line in fn'."""
-    here = __file__.rsplit("/", 1)[0]
-    for frame in reversed(traceback.extract_stack()[:-2]):
-        if not frame.filename.startswith(here):
-            return f"{frame.filename}:{frame.lineno} in {frame.name}\n    {frame.line or ''}".rstrip()
-    return "<unknown>"
+    return _format_frame(_user_frame_summary())
 
 
 class Context:
@@ -115,7 +127,8 @@ class Context:
         self.saved: tuple | None = ()
         self.needs_input_grad = needs_input_grad
         self.versions: tuple[int, ...] = ()
-        self.created_at: str | None = None
+        self.created_at: str | None = None        # 'file:line in fn' (anomaly mode only)
+        self.created_frame: traceback.FrameSummary | None = None
 
     @property
     def name(self) -> str:
@@ -164,7 +177,8 @@ class Function:
     """Base class of every op. Subclasses set ``name`` and define forward/backward."""
 
     name = ""
-    is_view = False  # True when the output shares memory with input 0
+    is_view = False       # True when the output always shares memory with input 0
+    may_be_view = False   # True when it sometimes does (basic vs advanced indexing)
 
     @staticmethod
     def forward(ctx: Context, *arrays: np.ndarray, **attrs: Any) -> np.ndarray:
@@ -189,8 +203,8 @@ class Function:
             out = Tensor._make(data, False, (), "", None)
         else:
             out = Tensor._make(data, True, tensors, cls.name, ctx)
-        if cls.is_view:
-            out._vc = tensors[0]._vc
+        if cls.is_view or (cls.may_be_view and np.may_share_memory(data, tensors[0].data)):
+            out._vc = tensors[0]._vc  # an in-place change of either is seen by both
         if record and ctx.saved:
             ctx.versions = tuple(t._vc[0] for t in tensors) + (out._vc[0],)
         if _state.tracer is not None:
@@ -198,21 +212,33 @@ class Function:
         if _state.anomaly:
             _check_forward(cls.name, data)
             if record:
-                ctx.created_at = _user_frame()
+                ctx.created_frame = _user_frame_summary()
+                ctx.created_at = _format_frame(ctx.created_frame)
         return out
 
 
 class AnomalyError(RuntimeError):
-    """Raised inside ``detect_anomaly()`` at the first NaN or inf."""
+    """Raised inside ``detect_anomaly()`` at the first NaN or inf.
+
+    Besides the message it carries ``op`` (the op's name), ``phase``
+    ("forward" or "backward") and ``frame`` (a ``traceback.FrameSummary`` of the
+    user's line that called the op, or None), for programs that report it.
+    """
+
+    def __init__(self, message: str, op: str = "", phase: str = "",
+                 frame: traceback.FrameSummary | None = None):
+        super().__init__(message)
+        self.op, self.phase, self.frame = op, phase, frame
 
 
 def _check_forward(name: str, data: np.ndarray) -> None:
     if not np.all(np.isfinite(data)):
+        frame = _user_frame_summary()
         raise AnomalyError(
             f"detect_anomaly: the forward pass of '{name}' produced "
             f"{_describe_nonfinite(data)} in its output of shape {data.shape}.\n"
-            f"The op was called at {_user_frame()}"
-        )
+            f"The op was called at {_format_frame(frame)}",
+            op=name, phase="forward", frame=frame)
 
 
 def _describe_nonfinite(a: np.ndarray) -> str:

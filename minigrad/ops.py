@@ -259,7 +259,7 @@ class Reshape(Function):
     """y = a.reshape(shape).   VJP: da = g.reshape(a.shape)."""
 
     name = "reshape"
-    is_view = True
+    may_be_view = True  # NumPy copies when the strides do not allow a view (after a transpose)
 
     @staticmethod
     def forward(ctx, a, shape):
@@ -331,6 +331,7 @@ class GetItem(Function):
     """
 
     name = "getitem"
+    may_be_view = True  # slices give a view of a (shared version counter), index arrays a copy
 
     @staticmethod
     def forward(ctx, a, idx):

@@ -177,23 +177,41 @@ class Tensor:
     def _bump(self) -> None:
         self._vc[0] += 1
 
-    def add_(self, other: Any) -> Tensor:
-        """In place: data += other. Bumps the version counter."""
-        self._check_inplace("add_")
-        self.data += other.data if isinstance(other, Tensor) else other
+    def _inplace(self, what: str, ufunc, other: Any) -> Tensor:
+        """data = ufunc(data, other) written into data, then bump the version counter.
+
+        Checked before anything is written, so a bad call changes nothing.
+        """
+        self._check_inplace(what)
+        value = other.data if isinstance(other, Tensor) else np.asarray(other)
+        try:
+            shape = np.broadcast_shapes(self.shape, value.shape)
+        except ValueError:
+            shape = None
+        if shape != self.shape:
+            raise ValueError(f"{what}: the operand of shape {value.shape} cannot be broadcast "
+                             f"to the tensor's shape {self.shape} (an in-place op keeps the shape)")
+        ufunc(self.data, value, out=self.data, casting="unsafe")
         self._bump()
         return self
+
+    def add_(self, other: Any) -> Tensor:
+        """In place: data += other. Bumps the version counter."""
+        return self._inplace("add_", np.add, other)
 
     def mul_(self, other: Any) -> Tensor:
         """In place: data *= other. Bumps the version counter."""
-        self._check_inplace("mul_")
-        self.data *= other.data if isinstance(other, Tensor) else other
-        self._bump()
-        return self
+        return self._inplace("mul_", np.multiply, other)
 
     def __setitem__(self, idx: Any, value: Any) -> None:
+        """In place: data[idx] = value. Bumps the version counter."""
         self._check_inplace("__setitem__")
-        self.data[idx] = value.data if isinstance(value, Tensor) else value
+        value = value.data if isinstance(value, Tensor) else value
+        try:
+            self.data[idx] = value
+        except (IndexError, ValueError) as e:
+            raise type(e)(f"__setitem__: cannot set index {idx!r} of a tensor of shape "
+                          f"{self.shape} to a value of shape {np.shape(value)}: {e}") from None
         self._bump()
 
     # ------------------------------------------------------------ operators
