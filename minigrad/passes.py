@@ -22,6 +22,7 @@ the end.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -45,21 +46,15 @@ ELEMENTWISE: frozenset[type[Function]] = frozenset({
 
 def _copy(graph: StaticGraph, nodes: list[Node], constants: dict[int, np.ndarray],
           outputs: list[int]) -> StaticGraph:
-    return StaticGraph(graph.n_inputs, nodes, constants, outputs, graph.n_values)
+    """The same graph (inputs, captured tensors, reads, output form) with new nodes."""
+    return dataclasses.replace(graph, nodes=nodes, constants=constants, outputs=outputs)
 
 
 # ------------------------------------------------------------ dead code
 
 def eliminate_dead_code(graph: StaticGraph) -> StaticGraph:
-    """Keep only the nodes and constants that some output depends on."""
-    live = set(graph.outputs)
-    kept: list[Node] = []
-    for node in reversed(graph.nodes):
-        if node.out in live:
-            kept.append(node)
-            live.update(node.args)
-    constants = {s: c for s, c in graph.constants.items() if s in live}
-    return _copy(graph, kept[::-1], constants, list(graph.outputs))
+    """Keep only the nodes and constants that some output depends on (``StaticGraph.prune``)."""
+    return graph.prune()
 
 
 # ------------------------------------------------------- constant folding

@@ -213,5 +213,5 @@ def test_trace_bad_use_is_named():
     with pytest.raises(TypeError, match=r"StaticGraph: expected 2 inputs, got 1"):
         g(Tensor(np.ones(2)))
     outside = Tensor([1.0])
-    with pytest.raises(ValueError, match=r"trace: output 0 was not computed by minigrad ops"):
+    with pytest.raises(ValueError, match=r"trace: output 0 was not computed from the inputs by minigrad ops"):
         mg.trace(lambda x: outside, np.ones(1))
