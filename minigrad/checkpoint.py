@@ -10,7 +10,8 @@ Three pieces:
   Parameters that ``fn`` uses (leaf tensors with ``requires_grad``) become
   inputs of the node, so their gradients arrive like any other.
 * :func:`checkpoint_sequential` ``(layers, segments, x)`` cuts a chain of
-  layers into segments and checkpoints each of them.
+  layers into segments and checkpoints each of them: one node keeps the
+  segments' inputs and, during backward, recomputes and frees them one by one.
 * A schedule planner: :func:`plan_segments` finds, for a memory budget, the
   segments (and which of them to recompute) that cost the least recomputation,
   by dynamic programming; :func:`sqrt_plan` is the sqrt(n) rule of Chen et al.
@@ -34,6 +35,7 @@ the recomputed segments' layers.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import math
 import weakref
 from collections.abc import Callable, Sequence
@@ -223,70 +225,10 @@ class _Call:
         return _call(self.fn, self.template, tensors)
 
 
-class StoredSegment(Function):
-    """One node that keeps a segment's recorded graph and frees it after its backward.
-
-    Forward: ``fn`` ran with recording on a detached input; the node keeps the
-    recorded output (and so the segment's graph), nothing else.
-    VJP: ``(dx, dparams) = grad(y_segment, (x', params), grad_output=g)``; once it
-    has run the engine releases the node, and with it the whole segment. This is
-    how PyTorch's autograd frees saved values as backward proceeds; a plain
-    minigrad graph instead keeps every output until the loss is dropped.
-    """
-
-    name = "segment"
-
-    @staticmethod
-    def forward(ctx, *arrays, root, leaf, captured):
-        ctx.save_for_backward(root, leaf)
-        ctx.captured = captured
-        return root.data
-
-    @staticmethod
-    def backward(ctx, g):
-        if isinstance(g, Tensor):
-            raise RuntimeError("checkpoint_sequential: create_graph=True is not supported through "
-                               "a stored segment")
-        root, leaf = ctx.saved
-        need = ctx.needs_input_grad
-        wrt = ([leaf] if need[0] else []) + [t for t, r in zip(ctx.captured, need[1:]) if r]
-        if not root.requires_grad or not wrt:
-            return (None,) * len(need)
-        grads = iter(_grad(root, wrt, grad_output=g, retain_graph=True, allow_unused=True))
-        out = []
-        for r in need:
-            gi = next(grads) if r else None
-            out.append(None if gi is None else gi.data)
-        return tuple(out)
-
-
-def _store(fn: Callable, x: Tensor) -> Tensor:
-    if not is_grad_enabled():
-        return fn(x)
-    leaf = Tensor._make(x.data, x.requires_grad, (), "", None)
-    made: set[int] = {id(leaf)}
-    used: dict[int, Tensor] = {}
-
-    def spot(event, f, inputs, output):
-        for t in inputs:
-            if t.requires_grad and id(t) not in made:
-                used.setdefault(id(t), t)
-        made.add(id(output))
-
-    with op_hook(spot):
-        y = fn(leaf)
-    captured = tuple(used.values())
-    for t in captured:
-        if t.grad_fn is not None:
-            raise ValueError(f"checkpoint_sequential: a layer uses a tensor of shape {t.shape} made "
-                             f"by '{t.op}' outside the chain; only parameters may be captured")
-    return StoredSegment.apply(x, *captured, root=y, leaf=leaf, captured=captured)
-
-
 # ------------------------------------------------------------ sequential
 
 class _Chain:
-    """Apply layers[start:end] in order."""
+    """Apply layers in order."""
 
     def __init__(self, layers):
         self.layers = layers
@@ -297,24 +239,122 @@ class _Chain:
         return x
 
 
+def _digest(a: np.ndarray) -> str:
+    return hashlib.blake2b(np.ascontiguousarray(a), digest_size=16).hexdigest()
+
+
+class _Segment:
+    """What the node keeps for one segment until its backward has run."""
+
+    __slots__ = ("run", "recompute", "rng", "meta", "digest", "leaf", "root")
+
+    def __init__(self, run, recompute, rng):
+        self.run, self.recompute, self.rng = run, recompute, rng
+        self.meta = self.digest = self.leaf = self.root = None
+
+
+class SequentialCheckpoint(Function):
+    """One node for a chain of segments; each is recomputed (or kept) and freed in turn.
+
+    Forward: ran in :func:`checkpoint_sequential`. The node saves the input of
+    every segment (the checkpoints; ``ctx.saved[j]`` for segment j), the
+    parameters' arrays, and per segment its random state; a *stored* segment
+    keeps its recorded graph instead of recomputing.
+    VJP, from the last segment to the first: recompute segment j from its input
+    (or take its stored graph), backpropagate ``g`` through it to get the
+    gradient of its input (the ``g`` of segment j - 1) and of the parameters,
+    then free the segment's input and graph. Memory is thus released as the
+    backward pass moves to the front, as the planner's model assumes, and the
+    node can be backpropagated only once.
+    """
+
+    name = "checkpoint_sequential"
+
+    @staticmethod
+    def forward(ctx, x, *params, out, inputs, segs, captured, check):
+        ctx.save_for_backward(*inputs, *params)
+        ctx.segs, ctx.captured, ctx.check = segs, captured, check
+        return out
+
+    @staticmethod
+    def backward(ctx, g):
+        if isinstance(g, Tensor):
+            raise RuntimeError("checkpoint_sequential: gradients of gradients (create_graph=True) "
+                               "cannot go through a checkpoint")
+        segs, k = ctx.segs, len(ctx.segs)
+        if any(s is None for s in segs):
+            raise RuntimeError(
+                "checkpoint_sequential: backward through these segments has already run; each "
+                "segment is freed as soon as its backward is done, so a second backward pass "
+                "(even with retain_graph=True) is not possible. Run the forward pass again.")
+        need = ctx.needs_input_grad
+        params = [t for t, r in zip(ctx.captured, need[1:]) if r]
+        acc: list = [None] * len(params)
+        for j in reversed(range(k)):
+            seg = segs[j]
+            need_in = j > 0 or need[0]
+            if seg.recompute:
+                leaf = Tensor._make(ctx.saved[j], need_in, (), "", None)
+                with _replay(seg.rng), enable_grad():
+                    y = seg.run(leaf)
+                _check_segment(j, seg, y, ctx.check)
+            else:
+                leaf, y = seg.leaf, seg.root
+            wrt = ([leaf] if need_in else []) + params
+            if y.requires_grad and wrt:
+                grads = list(_grad(y, wrt, grad_output=g, allow_unused=True))
+            else:
+                grads = [None] * len(wrt)
+            if need_in:
+                gin = grads.pop(0)
+                g = np.zeros_like(leaf.data) if gin is None else gin.data
+            for i, gp in enumerate(grads):
+                if gp is not None:
+                    acc[i] = gp.data if acc[i] is None else acc[i] + gp.data
+            # This segment is done: drop its input and its graph.
+            segs[j] = None
+            ctx.saved = ctx.saved[:j] + (None,) + ctx.saved[j + 1:]
+            del y, leaf, seg
+        it = iter(acc)
+        return (g if need[0] else None,) + tuple(next(it) if r else None for r in need[1:])
+
+
+def _check_segment(j: int, seg: _Segment, y, check: str) -> None:
+    shape, dtype = seg.meta
+    if not isinstance(y, Tensor) or y.shape != shape or y.dtype != dtype:
+        got = f"shape {y.shape} and dtype {y.dtype}" if isinstance(y, Tensor) else type(y).__name__
+        raise RuntimeError(
+            f"checkpoint_sequential: recomputing segment {j} gave {got}, but the forward pass "
+            f"gave shape {shape} and dtype {dtype}. The layers must compute the same thing twice.")
+    if check == "value" and _digest(y.data) != seg.digest:
+        raise RuntimeError(
+            f"checkpoint_sequential: recomputing segment {j} gave different values from the "
+            f"forward pass. The layers must be pure functions of their input: random numbers "
+            f"must come from minigrad.random's default generator (kept with "
+            f"preserve_rng_state=True) or from an nn.Dropout's own generator, and no layer may "
+            f"read anything that changes between the forward and the backward pass.")
+
+
 def checkpoint_sequential(layers, segments, x: Tensor, *, keep_last: bool = False,
-                          preserve_rng_state: bool = True) -> Tensor:
-    """Run a chain of layers in segments, each one checkpointed.
+                          preserve_rng_state: bool = True, determinism_check: str = "value") -> Tensor:
+    """Run a chain of layers in segments that keep only their inputs; recompute in backward.
 
     Args:
         layers: a ``minigrad.nn.Sequential`` or a list of callables, applied in order.
         segments: the number of segments k (of near-equal length, every one
-            recomputed), or a :class:`Plan` (whose stored segments keep their
-            graph and free it after their backward).
+            recomputed), or a :class:`Plan` from the planner (whose *stored*
+            segments keep their graph instead, and are not recomputed).
         x: the input.
-        keep_last: run the last segment without checkpointing, as
-            ``torch.utils.checkpoint.checkpoint_sequential`` does. It saves one
-            segment's recomputation but keeps that segment's activations through
-            the backward pass of all the others (and minigrad's plain graph keeps
-            them until the loss is dropped).
+        keep_last: run the last segment outside the checkpoint, in the ordinary
+            graph, as ``torch.utils.checkpoint.checkpoint_sequential`` does. That
+            saves its recomputation, but its activations then live as long as the
+            ordinary graph does (in minigrad, until the loss is dropped).
+        preserve_rng_state, determinism_check: as for :func:`checkpoint`.
 
-    Random state: minigrad.random's default generator is replayed, and so are
-    the explicit generators of any ``nn.Dropout`` among the layers.
+    The whole chain becomes one node (see :class:`SequentialCheckpoint`); every
+    segment's memory is freed as soon as its backward has run. Random state:
+    minigrad.random's default generator is saved at the start of every segment
+    and replayed, and so are the generators of any ``nn.Dropout`` among the layers.
     """
     from .nn import Dropout, Module, Sequential
 
@@ -325,25 +365,69 @@ def checkpoint_sequential(layers, segments, x: Tensor, *, keep_last: bool = Fals
     for i, layer in enumerate(seq):
         if not callable(layer):
             raise TypeError(f"checkpoint_sequential: layer {i} is a {type(layer).__name__}, not callable")
+    if not isinstance(x, Tensor):
+        raise TypeError(f"checkpoint_sequential: x must be a Tensor, got {type(x).__name__}")
+    if determinism_check not in _CHECKS:
+        raise ValueError(f"checkpoint_sequential: determinism_check must be one of {_CHECKS}, "
+                         f"got {determinism_check!r}")
     plan = segments if isinstance(segments, Plan) else uniform_plan(n, segments)
     if plan.n != n:
         raise ValueError(f"checkpoint_sequential: the plan is for {plan.n} layers but there are {n}")
+    if _state.tracer is not None:
+        raise RuntimeError("checkpoint_sequential: cannot be recorded by minigrad.trace; trace the "
+                           "layers without checkpointing")
     gens = []
     for layer in seq:
         for m in (layer.modules() if isinstance(layer, Module) else ()):
             if isinstance(m, Dropout) and m.generator is not None and \
                     all(m.generator is not g for g in gens):
                 gens.append(m.generator)
-    last = plan.k - 1
-    for j, (start, end, recompute) in enumerate(plan.segments):
-        run = _Chain(seq[start:end])
-        if j == last and keep_last:
-            x = run(x)
-        elif recompute:
-            x = checkpoint(run, x, preserve_rng_state=preserve_rng_state, generators=gens)
-        else:
-            x = _store(run, x)
-    return x
+    parts = plan.segments
+    last = None
+    if keep_last:
+        last, parts = _Chain(seq[parts[-1][0]:]), parts[:-1]
+    if not parts or not is_grad_enabled():
+        h = _Chain(seq[:parts[-1][1]])(x) if parts else x
+        return last(h) if last is not None else h
+
+    used: dict[int, Tensor] = {}
+    made: set[int] = set()
+
+    def spot(event, f, inputs, output):  # parameters the layers read
+        for t in inputs:
+            if t.requires_grad and id(t) not in made:
+                used.setdefault(id(t), t)
+        made.add(id(output))
+
+    segs, inputs, h = [], [], x
+    with op_hook(spot):
+        for j, (start, end, recompute) in enumerate(parts):
+            rng = ([(None, _random.get_state())] if preserve_rng_state else []) + \
+                  [(gen, _random.get_state(gen)) for gen in gens]
+            seg = _Segment(_Chain(seq[start:end]), recompute, rng)
+            inputs.append(h.data)
+            if recompute:
+                with no_grad():
+                    out = seg.run(h)
+                seg.meta = (out.shape, out.dtype)
+                seg.digest = _digest(out.data) if determinism_check == "value" else None
+            else:
+                seg.leaf = Tensor._make(h.data, j > 0 or x.requires_grad, (), "", None)
+                made.add(id(seg.leaf))
+                out = seg.root = seg.run(seg.leaf)
+            if not isinstance(out, Tensor):
+                raise TypeError(f"checkpoint_sequential: segment {j} returned a "
+                                f"{type(out).__name__}, not a Tensor")
+            segs.append(seg)
+            h = out
+    captured = tuple(t for i, t in used.items() if t is not x)
+    for t in captured:
+        if t.grad_fn is not None:
+            raise ValueError(f"checkpoint_sequential: a layer uses a tensor of shape {t.shape} "
+                             f"made by '{t.op}' outside the chain; only parameters may be captured")
+    y = SequentialCheckpoint.apply(x, *captured, out=h.data, inputs=inputs, segs=segs,
+                                   captured=captured, check=determinism_check)
+    return last(y) if last is not None else y
 
 
 # -------------------------------------------------------------- planner

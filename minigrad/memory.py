@@ -216,6 +216,10 @@ class MemoryProfiler:
                 "python -X tracemalloc). Stop it first: its buffers could not be told apart "
                 "from the model's.")
         gc.collect()
+        # No automatic collection while measuring: it would free Python objects at
+        # moments that vary from run to run, and blur the peaks (see _sample).
+        self._gc_was_enabled = gc.isenabled()
+        gc.disable()
         # The model's buffers exist before tracing starts: tracemalloc will never see
         # them, so they are counted by size for as long as they live.
         for _, a in self._model_arrays():
@@ -236,6 +240,8 @@ class MemoryProfiler:
         self._hook_cm.__exit__(*exc)
         self._active = False
         tracemalloc.stop()
+        if self._gc_was_enabled:
+            gc.enable()
         return False
 
     @contextlib.contextmanager

@@ -129,14 +129,23 @@ def test_grad_reaches_captured_parameters_without_touching_dot_grad():
         np.testing.assert_array_equal(g.data, r.data)
 
 
-def test_retain_graph_lets_backward_run_twice():
+def test_retain_graph_lets_backward_run_twice_through_checkpoint():
     model = blocks(2)
     x = Tensor(np.ones((2, 8)), requires_grad=True)
-    loss = mg.checkpoint_sequential(model, 2, x).sum()
+    loss = mg.checkpoint(model, x).sum()
     loss.backward(retain_graph=True)
     first = x.grad.copy()
     loss.backward()
     np.testing.assert_allclose(x.grad, 2 * first, rtol=1e-12)
+
+
+def test_checkpoint_sequential_frees_its_segments_so_a_second_backward_is_refused():
+    model = blocks(2)
+    x = Tensor(np.ones((2, 8)), requires_grad=True)
+    loss = mg.checkpoint_sequential(model, 2, x).sum()
+    loss.backward(retain_graph=True)
+    with pytest.raises(RuntimeError, match="already run"):
+        loss.backward()
 
 
 def test_under_no_grad_checkpoint_just_calls_fn():
@@ -249,7 +258,7 @@ def test_extra_forward_work_is_exactly_one_forward_pass():
     with mg.count_ops() as ckpt:
         mg.checkpoint_sequential(model, 3, x).sum().backward()
     assert plain.forward["matmul"] == n and ckpt.forward["matmul"] == 2 * n
-    assert ckpt.forward["checkpoint"] == 3
+    assert ckpt.forward["checkpoint_sequential"] == 1
     with mg.count_ops() as last:
         mg.checkpoint_sequential(model, 3, x, keep_last=True).sum().backward()
     assert last.forward["matmul"] == n + 4   # the last segment (2 blocks) is not recomputed
