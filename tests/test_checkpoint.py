@@ -319,3 +319,29 @@ def test_revolve_matches_the_binomial_closed_form():
             assert revolve_forward_steps(n, s) == r * n - math.comb(s + r, s + 1)
     assert revolve_forward_steps(10, 1) == 45     # one slot: restart from the input every time
     assert revolve_forward_steps(10, 9) == 9      # enough slots: one sweep
+
+
+def test_measured_peaks_follow_the_planners_memory_model():
+    # A block keeps 25 bytes per element of a (B, W) array (three float64 outputs and a
+    # bool mask), a checkpoint 8. Measured with the weights frozen, the peak is the
+    # model's plus a few arrays of gradients in flight, for equal, mixed and stored plans.
+    n, batch, width = 12, 64, 32
+    model = blocks(n, width=width, act=nn.ReLU)
+    for p in model.parameters():
+        p.requires_grad = False
+    x = Tensor(np.random.default_rng(0).normal(size=(batch, width)), requires_grad=True)
+    array = batch * width * 8
+    plans = [uniform_plan(n, k) for k in (1, 2, 3, 4, 6, 12)] + [
+        Plan((0, 5, 9, 12), (True, False, True)), Plan((0, 4, 12), (True, False)),
+        Plan((0, 3, 6, 12), (False, True, False)), uniform_plan(n, 3, recompute=False)]
+    for plan in plans:
+        x.grad = None
+        with MemoryProfiler(every_op=False) as prof:
+            with prof.phase("forward"):
+                out = mg.checkpoint_sequential(model, plan, x).sum()
+            with prof.phase("backward"):
+                out.backward()
+            del out
+        measured = prof.timeline.peak() - prof.timeline.samples[0].total
+        predicted = simulate_plan(plan, [25] * n, [8] * n)["peak"] * batch * width
+        assert 2 * array <= measured - predicted <= 7 * array, (plan, measured / array, predicted / array)
