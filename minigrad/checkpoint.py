@@ -370,7 +370,11 @@ def checkpoint_sequential(layers, segments, x: Tensor, *, keep_last: bool = Fals
     if determinism_check not in _CHECKS:
         raise ValueError(f"checkpoint_sequential: determinism_check must be one of {_CHECKS}, "
                          f"got {determinism_check!r}")
-    plan = segments if isinstance(segments, Plan) else uniform_plan(n, segments)
+    if not isinstance(segments, Plan) and (isinstance(segments, bool) or not isinstance(
+            segments, (int, np.integer)) or not 1 <= segments <= n):
+        raise ValueError(f"checkpoint_sequential: segments must be a Plan or an integer in "
+                         f"[1, {n}] for {n} layers, got {segments!r}")
+    plan = segments if isinstance(segments, Plan) else uniform_plan(n, int(segments))
     if plan.n != n:
         raise ValueError(f"checkpoint_sequential: the plan is for {plan.n} layers but there are {n}")
     if _state.tracer is not None:

@@ -13,8 +13,10 @@ and at the end of every phase. Each sample holds:
 * ``peak``: the largest NumPy total since the previous sample, from
   tracemalloc's peak (reset at every sample). tracemalloc's peak also counts
   Python objects, so the Python bytes measured at the previous sample are taken
-  off; what remains overstates the NumPy peak by at most the Python objects made
-  in between (a few hundred bytes per op).
+  off; what remains overstates the NumPy peak by the Python objects made in
+  between (a few hundred bytes per op, plus whatever other threads allocate, as
+  a Jupyter kernel's do). Automatic garbage collection is paused while the
+  profiler runs, so that it cannot free Python objects at varying moments.
 * ``by_category``: the live bytes split by what holds them, each buffer counted
   once, in this order of precedence:
 

@@ -199,8 +199,10 @@ def test_bad_input_gets_a_clear_error():
     h = x * 2                                                    # not a leaf
     with pytest.raises(ValueError, match="pass it to checkpoint as an argument"):
         mg.checkpoint(lambda t: t * h, x)
-    with pytest.raises(ValueError, match="integer in \\[1, 3\\]"):
+    with pytest.raises(ValueError, match=r"checkpoint_sequential: segments must be .* in \[1, 3\]"):
         mg.checkpoint_sequential(blocks(3), 4, x)
+    with pytest.raises(ValueError, match="got 2.5"):
+        mg.checkpoint_sequential(blocks(3), 2.5, x)
     with pytest.raises(ValueError, match="plan is for 5 layers but there are 3"):
         mg.checkpoint_sequential(blocks(3), uniform_plan(5, 2), x)
     with pytest.raises(ValueError, match="got no layers"):

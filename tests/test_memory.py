@@ -1,5 +1,6 @@
 """Measured memory: categories add up, each category is what it says, peaks catch scratch."""
 
+import gc
 import tracemalloc
 
 import numpy as np
@@ -123,7 +124,7 @@ def test_refuses_to_share_tracemalloc_and_cleans_up():
     with pytest.raises(ZeroDivisionError):
         with MemoryProfiler():
             raise ZeroDivisionError("inside the profiler")
-    assert not tracemalloc.is_tracing() and _state.hooks == ()
+    assert not tracemalloc.is_tracing() and _state.hooks == () and gc.isenabled()
 
 
 def test_bad_input_and_bad_questions_get_clear_errors():
