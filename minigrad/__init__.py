@@ -12,18 +12,22 @@ Modules: ``tensor`` (the Tensor), ``ops`` (every op's forward and VJP),
 (backward and grad), ``gradcheck`` (numerical checks), ``nn`` and ``optim``
 (layers and optimizers), ``data`` (the digits dataset, splits, mini-batches),
 ``metrics`` (accuracy, confusion matrix), ``trace`` (static graphs) and ``passes``
-(rewriting them), ``hessian`` (Hessian-vector products), ``reference`` (hand-derived
-NumPy versions), ``viz`` (pictures; imported on first use).
+(rewriting them), ``hessian`` (Hessian-vector products), ``hooks`` (watch or count
+every op), ``memory`` (measured memory by category), ``checkpoint`` (recompute
+activations in backward, and segment schedules), ``reference`` (hand-derived NumPy
+versions), ``viz`` (pictures; imported on first use).
 """
 
 import importlib as _importlib
 
-from . import data, flow, metrics, nn, optim, passes, random, reference  # noqa: E402,I001
+from . import data, flow, memory, metrics, nn, optim, passes, random, reference  # noqa: E402,I001
+from .checkpoint import Plan, checkpoint, checkpoint_sequential, plan_segments, sqrt_plan, uniform_plan
 from .engine import backward, grad, topological_order
 from .forward import jacfwd, jvp
 from .function import AnomalyError, Context, Function, detect_anomaly, enable_grad, is_grad_enabled, no_grad
 from .gradcheck import GradcheckError, gradcheck, numerical_grad
 from .hessian import hessian, hvp
+from .hooks import count_ops, op_hook
 from .inspect import format_saved, saved_memory, saved_values
 from .jacobian import jacobian, jacobian_nbytes, numerical_jacobian, vjp
 from .ops import layer_norm
@@ -38,7 +42,10 @@ __all__ = ["Tensor", "as_tensor", "Function", "Context", "backward", "grad",
            "GradcheckError", "trace", "StaticGraph", "nn", "optim", "random", "reference",
            "data", "metrics", "inspect", "saved_values", "saved_memory", "format_saved",
            "jacobian", "numerical_jacobian", "vjp", "jacobian_nbytes", "jvp", "jacfwd",
-           "flow", "layer_norm", "hvp", "hessian", "passes"]
+           "flow", "layer_norm", "hvp", "hessian", "passes",
+           "memory", "checkpoint", "checkpoint_sequential", "Plan", "plan_segments", "sqrt_plan",
+           "uniform_plan", "count_ops", "op_hook"]
+
 
 _LAZY = {"viz"}  # imports matplotlib and graphviz: only when asked for
 

@@ -167,6 +167,9 @@ def _run(root: Tensor, grad: Any, capture: Sequence[Tensor] | None, retain_graph
                     _check_grad(ctx, i, pg)
                 prev = grads.get(id(p))
                 grads[id(p)] = pg if prev is None else prev + pg
+            if _state.hooks:
+                for hook in _state.hooks:
+                    hook("backward", ctx.fn, node.parents, node)
     return found
 
 

@@ -31,6 +31,7 @@ class _State:
     grad_enabled = True
     anomaly = False
     tracer: list | None = None  # set by minigrad.trace while it records
+    hooks: tuple = ()  # callables(event, fn, inputs, output): see minigrad.hooks
 
 
 _state = _State()
@@ -209,6 +210,9 @@ class Function:
             ctx.versions = tuple(t._vc[0] for t in tensors) + (out._vc[0],)
         if _state.tracer is not None:
             _state.tracer.append((cls, tensors, attrs, out))
+        if _state.hooks:
+            for hook in _state.hooks:
+                hook("forward", cls, tensors, out)
         if _state.anomaly:
             _check_forward(cls.name, data)
             if record:

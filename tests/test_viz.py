@@ -75,3 +75,24 @@ def test_plot_curves_returns_a_figure():
     matplotlib.use("Agg")
     fig = mg.viz.plot_curves({"train": np.linspace(1, 0.1, 20)}, logy=True)
     assert fig.axes[0].get_yscale() == "log"
+
+
+def test_memory_timeline_stacks_every_category_and_marks_phases():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from minigrad.memory import CATEGORIES, profile_step
+
+    mg.random.manual_seed(0)
+    model = mg.nn.MLP([8, 8, 3])
+    x = Tensor(np.ones((4, 8)))
+    tl = profile_step(model, x, np.array([0, 1, 2, 0]), optimizer=mg.optim.Adam(model.parameters()))
+    fig = mg.viz.plot_memory_timeline(tl, title="one step")
+    ax = fig.axes[0]
+    texts = {t.get_text() for t in ax.texts}
+    assert {"forward", "backward", "free graph", "optimizer step"} <= texts
+    labels = ax.get_legend_handles_labels()[1]
+    assert set(CATEGORIES) <= set(labels) and "peak between samples" in labels
+    assert fig is not None and tl.plot().axes
+    with pytest.raises(TypeError, match="expected a minigrad.memory.Timeline"):
+        mg.viz.plot_memory_timeline([1, 2, 3])

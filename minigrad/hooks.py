@@ -1,0 +1,74 @@
+"""Watch every op as it runs: a hook called after each forward op and each backward step.
+
+A hook is a callable ``hook(event, fn, inputs, output)``:
+
+* ``event`` is ``"forward"`` after ``Function.apply`` has computed an output
+  (recorded or not, so ops under ``no_grad`` are seen too), and ``"backward"``
+  after the engine has run a node's VJP and passed its gradients on;
+* ``fn`` is the op's Function class (``fn.name`` is its name);
+* ``inputs`` are the op's input Tensors and ``output`` its output Tensor (for
+  ``"backward"``, the node just processed and its parents).
+
+Hooks cost nothing when none is registered: the op checks one empty tuple.
+The memory profiler (``minigrad.memory``) samples through a hook, and
+:func:`count_ops` counts op evaluations with one, which is how the
+checkpointing notebook measures recomputation without a clock. A hook must
+not keep references to the tensors it is shown, or it keeps them alive.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections import Counter
+from collections.abc import Callable, Iterator
+
+from .function import _state
+
+__all__ = ["op_hook", "count_ops", "OpCounter"]
+
+
+@contextlib.contextmanager
+def op_hook(hook: Callable) -> Iterator[Callable]:
+    """Call ``hook(event, fn, inputs, output)`` after every op inside this block."""
+    if not callable(hook):
+        raise TypeError(f"op_hook: the hook must be callable, got {type(hook).__name__}")
+    _state.hooks = _state.hooks + (hook,)
+    try:
+        yield hook
+    finally:
+        _state.hooks = tuple(h for h in _state.hooks if h is not hook)
+
+
+class OpCounter:
+    """Op evaluations seen inside :func:`count_ops`, by op name.
+
+    ``forward`` counts calls of ``Function.apply`` (every evaluation of an op's
+    forward, including recomputation); ``backward`` counts VJPs run by the engine.
+    """
+
+    def __init__(self) -> None:
+        self.forward: Counter[str] = Counter()
+        self.backward: Counter[str] = Counter()
+
+    def __call__(self, event: str, fn, inputs, output) -> None:
+        (self.forward if event == "forward" else self.backward)[fn.name] += 1
+
+    @property
+    def total_forward(self) -> int:
+        return sum(self.forward.values())
+
+    @property
+    def total_backward(self) -> int:
+        return sum(self.backward.values())
+
+    def __repr__(self) -> str:
+        fwd = ", ".join(f"{k} {v}" for k, v in sorted(self.forward.items()))
+        return f"OpCounter(forward: {self.total_forward} [{fwd}]; backward: {self.total_backward})"
+
+
+@contextlib.contextmanager
+def count_ops() -> Iterator[OpCounter]:
+    """Count op evaluations in this block: ``with count_ops() as ops: ...; ops.forward['matmul']``."""
+    counter = OpCounter()
+    with op_hook(counter):
+        yield counter
