@@ -43,8 +43,8 @@ OUT = ROOT / "build" / "e2e"
 BROWSERS = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable", "chrome")
 # Calls whose value, as a cell's last line, is a Graphviz drawing.
 GRAPH_CALLS = {"draw_graph", "draw", "draw_backward", "backward_steps", "Graph"}
-BAD_TEXT = ("Cannot display an untrusted", "No renderer could be found", "Javascript Error",
-            "Traceback (most recent call last)", "-" * 60)
+PLACEHOLDERS = ("Cannot display an untrusted", "No renderer could be found", "Javascript Error")
+ERROR_MARK = "Traceback (most recent call last)"  # how an error output reads (on stderr)
 
 
 class Failure(Exception):
@@ -198,7 +198,7 @@ def picture_state(page) -> dict:
           } else if (mime === 'text/plain' && /^\s*(strict\s+)?digraph\b/.test(text)) {
             out.dotText++;
           }
-          out.bad.push([i, text.slice(0, 4000)]);
+          out.bad.push([i, mime, text.slice(0, 4000)]);
         }
         out.cells.push(c);
       });
@@ -209,12 +209,12 @@ def picture_state(page) -> dict:
 def check_outputs(page, exp: dict, when: str) -> None:
     s = picture_state(page)
     problems = []
-    for i, text in s["bad"]:
-        for marker in BAD_TEXT:
-            if marker in text:
-                first = text.strip().splitlines()[-1][:160] if text.strip() else ""
-                problems.append(f"code cell {i + 1} shows an error or placeholder ({first!r})")
-                break
+    for i, mime, text in s["bad"]:
+        last = text.strip().splitlines()[-1][:160] if text.strip() else ""
+        if any(p in text for p in PLACEHOLDERS):
+            problems.append(f"code cell {i + 1} shows a placeholder instead of its output ({last!r})")
+        elif mime == "application/vnd.jupyter.stderr" and ERROR_MARK in text:
+            problems.append(f"code cell {i + 1} shows an error ({last!r})")
     if s["dotText"]:
         problems.append(f"{s['dotText']} graph(s) shown as DOT text instead of a picture "
                         f"(is the notebook trusted? is Graphviz's dot installed?)")
