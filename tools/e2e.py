@@ -251,18 +251,28 @@ def restart_and_run_all(page, n_code_cells: int, timeout_s: float) -> None:
     page.click(".lm-MenuBar-itemLabel:text-is('Kernel')")
     page.click(".lm-Menu-itemLabel:text-matches('^Restart Kernel and Run All Cells')")
     page.click(".jp-Dialog-button.jp-mod-accept")
-    # Busy first, then idle with every prompt numbered.
-    page.wait_for_timeout(1000)
+    # Busy first; done when the kernel is idle and no cell is queued or running
+    # (an error stops the run early: the cells after it stay unnumbered).
+    page.wait_for_timeout(1500)
     page.wait_for_function(
-        """(n) => {
+        """() => {
           const ind = document.querySelector('.jp-Notebook-ExecutionIndicator');
           const prompts = [...document.querySelectorAll(
-              '.jp-NotebookPanel .jp-CodeCell .jp-InputArea-prompt')].map(p => p.innerText.trim());
-          const done = prompts.filter(t => /^\\[\\d+\\]:$/.test(t)).length;
-          return ind && ind.getAttribute('data-status') === 'idle' && done === n
+              '.jp-NotebookPanel .jp-CodeCell .jp-InputArea-prompt')].map(p => p.innerText);
+          return ind && ind.getAttribute('data-status') === 'idle'
                  && !prompts.some(t => t.includes('*'));
-        }""", arg=n_code_cells, timeout=timeout_s * 1000, polling=500)
+        }""", timeout=timeout_s * 1000, polling=500)
     page.wait_for_timeout(1500)
+    prompts = page.eval_on_selector_all(
+        ".jp-NotebookPanel .jp-CodeCell .jp-InputArea-prompt", "ps => ps.map(p => p.innerText.trim())")
+    unrun = [i for i, t in enumerate(prompts) if not t.strip("[]: ").isdigit()]
+    if unrun:
+        s = picture_state(page)
+        errors = [i for i, mime, text in s["bad"]
+                  if mime == "application/vnd.jupyter.stderr" and ERROR_MARK in text]
+        where = f"; code cell {errors[0] + 1} raised" if errors else ""
+        raise Failure(f"Restart Kernel and Run All Cells stopped early: {len(unrun)} of "
+                      f"{n_code_cells} code cells did not run (first: code cell {unrun[0] + 1}){where}")
 
 
 # ----------------------------------------------------------------- main
