@@ -25,7 +25,7 @@ def code_cells(nb):
 def test_there_are_notebooks_numbered_from_00():
     assert NOTEBOOKS and NOTEBOOKS[0].name.startswith("00_")
     numbers = [int(p.name[:2]) for p in NOTEBOOKS]
-    assert len(set(numbers)) == len(numbers), f"two notebooks share a number: {numbers}"
+    assert numbers == list(range(len(numbers))), f"numbers should run 00, 01, ... without gaps: {numbers}"
 
 
 def test_readme_lists_exactly_the_notebooks_there_are():
