@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from .function import AnomalyError, _describe_nonfinite, _state, enable_grad, no_grad
+from .function import AnomalyError, _describe_nonfinite, _state
 from .tensor import Tensor, as_tensor
 
 __all__ = ["backward", "grad", "topological_order"]
@@ -41,8 +41,10 @@ def topological_order(root: Tensor) -> list[Tensor]:
         for p in parents:
             if id(p) not in seen:
                 seen.add(id(p))
-                stack.append((p, iter(p.parents)))
-                break
+                if p.parents:
+                    stack.append((p, iter(p.parents)))
+                    break
+                order.append(p)  # a leaf has nothing to visit first
         else:
             stack.pop()
             order.append(node)
@@ -73,6 +75,11 @@ class _DiffCtx:
 
 
 def _check_node(node: Tensor) -> None:
+    """Raise if ``node``'s saved values were freed or changed in place since they were saved.
+
+    ``_run`` calls it only when a cheap comparison of version stamps flags the node;
+    a changed input that the op did not save (relu keeps only a mask) is fine.
+    """
     ctx = node.grad_fn
     if ctx.saved is None:
         raise RuntimeError(
@@ -118,7 +125,8 @@ def _run(root: Tensor, grad: Any, capture: Sequence[Tensor] | None, retain_graph
                 f"backward: grad can be left out only for a tensor with one element; this "
                 f"one has shape {root.shape}. Pass grad=, an array of shape {root.shape} "
                 f"holding dL/d(this tensor).")
-        g0 = np.ones_like(root.data)
+        g0 = np.empty(root.data.shape, root.data.dtype)
+        g0.fill(1)
     else:
         gdata = grad.data if isinstance(grad, Tensor) else grad
         g0 = np.array(gdata, dtype=root.dtype)  # a copy: the caller keeps theirs
@@ -129,9 +137,19 @@ def _run(root: Tensor, grad: Any, capture: Sequence[Tensor] | None, retain_graph
         g0 = grad if isinstance(grad, Tensor) else as_tensor(g0)
 
     order = topological_order(root)
-    for node in order:
-        if node.grad_fn is not None:
+    for node in order:  # cheap comparisons here; _check_node explains and raises
+        ctx = node.grad_fn
+        if ctx is None:
+            continue
+        if ctx.saved is None:
             _check_node(node)
+        versions = ctx.versions  # the inputs' stamps, then the output's
+        if versions:
+            for t, v in zip(node.parents, versions):
+                if t._vc[0] != v:
+                    _check_node(node)
+            if node._vc[0] != versions[-1]:
+                _check_node(node)
 
     if capture is None:
         wanted = {id(t) for t in order
@@ -141,31 +159,51 @@ def _run(root: Tensor, grad: Any, capture: Sequence[Tensor] | None, retain_graph
     anomaly = _state.anomaly
 
     grads: dict[int, Any] = {id(root): g0}
+    owned: set[int] = set()  # keys whose gradient is a sum this loop made (safe to add into)
     found: dict[int, tuple[Tensor, Any]] = {}
-    with (enable_grad() if create_graph else no_grad()):
+    grad_mode = _state.grad_enabled
+    _state.grad_enabled = create_graph  # record the VJPs' own ops only for create_graph
+    try:
         for node in reversed(order):
-            g = grads.pop(id(node), None)
-            if g is None:
-                continue
-            if id(node) in wanted:
-                found[id(node)] = (node, g)
             ctx = node.grad_fn
             if ctx is None:
+                continue  # a leaf: its gradient stays in `grads` until the end
+            key = id(node)
+            g = grads.pop(key, None)
+            if g is None:
                 continue
+            if key in wanted:
+                found[key] = (node, g)
             in_grads = ctx.fn.backward(_DiffCtx(node) if create_graph else ctx, g)
             if not retain_graph:
                 ctx.release()
             for i, (p, pg) in enumerate(zip(node.parents, in_grads)):
                 if pg is None or not p.requires_grad:
                     continue
-                if pg.shape != p.shape:
+                if pg.shape != p.data.shape:
                     raise RuntimeError(
                         f"'{ctx.name}' backward returned a gradient of shape {pg.shape} for its "
                         f"input {i} of shape {p.shape}")
                 if anomaly:
                     _check_grad(ctx, i, pg)
-                prev = grads.get(id(p))
-                grads[id(p)] = pg if prev is None else prev + pg
+                key = id(p)
+                prev = grads.get(key)
+                if prev is None:
+                    grads[key] = pg
+                elif key in owned:
+                    prev += pg  # our own array: add in place, no new allocation
+                else:
+                    # A VJP's result may be shared (add hands one g to both inputs)
+                    # or read-only (a broadcast view): never write into it.
+                    total = prev + pg
+                    grads[key] = total
+                    if type(total) is np.ndarray:
+                        owned.add(key)
+    finally:
+        _state.grad_enabled = grad_mode
+    for node in order:
+        if node.grad_fn is None and id(node) in wanted and id(node) in grads:
+            found[id(node)] = (node, grads[id(node)])
     return found
 
 
