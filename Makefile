@@ -5,6 +5,7 @@
 #   make execute  re-run every notebook in place (Restart & Run All)
 #   make lint     ruff on the package, the tests and the notebooks
 #   make torch    add PyTorch to .venv (optional; enables the comparisons)
+#   make bench    time minigrad against hand-written NumPy (and PyTorch): benchmarks/RESULTS.md
 #   make clean    remove caches and build output (`make distclean` also drops .venv)
 
 SHELL      := /bin/bash
@@ -23,7 +24,7 @@ export OMP_NUM_THREADS ?= 1
 export OPENBLAS_NUM_THREADS ?= 1
 export MKL_NUM_THREADS ?= 1
 
-.PHONY: test unit nbtest lab execute lint torch clean distclean venv dot help
+.PHONY: test unit nbtest lab execute lint torch bench clean distclean venv dot help
 .DEFAULT_GOAL := help
 
 help:
@@ -92,10 +93,15 @@ execute: $(STAMP) dot
 NBS ?= $(NOTEBOOKS)
 
 lint: $(STAMP)
-	$(BIN)/ruff check minigrad tests notebooks
+	$(BIN)/ruff check minigrad tests notebooks benchmarks
 
 torch: $(STAMP)
 	@$(BIN)/python -c 'import torch' 2>/dev/null || $(BIN)/python -m pip install --quiet '$(TORCH_SPEC)'
+
+# Each case runs in its own process with one BLAS thread; a few minutes in all.
+# PyTorch's columns say "not installed" until `make torch`. BENCH_ARGS=--quick for a smoke run.
+bench: $(STAMP)
+	$(BIN)/python benchmarks/run.py $(BENCH_ARGS)
 
 clean:
 	rm -rf build .pytest_cache .hypothesis .ruff_cache *.egg-info
