@@ -331,3 +331,35 @@ def test_backward_from_a_leaf_and_from_a_one_element_tensor():
     v = Tensor([[2.0]], requires_grad=True)
     (v * 3.0).backward()
     assert v.grad.tolist() == [[3.0]]
+
+
+def test_backward_pauses_the_cycle_collector_and_restores_it():
+    w = Tensor([1.0, 2.0], requires_grad=True)
+    seen = []
+
+    class Spy(mg.Function):
+        name = "spy"
+
+        @staticmethod
+        def forward(ctx, a):
+            return a * 1.0
+
+        @staticmethod
+        def backward(ctx, g):
+            seen.append(gc.isenabled())
+            return (g,)
+
+    assert gc.isenabled()
+    Spy.apply(w).sum().backward()
+    assert seen == [False] and gc.isenabled()
+    gc.disable()
+    try:
+        Spy.apply(w).sum().backward()
+        assert not gc.isenabled()  # a caller's choice is kept
+    finally:
+        gc.enable()
+    loss = Spy.apply(w).sum()
+    loss.backward()
+    with pytest.raises(RuntimeError):  # an error on the way out restores it too
+        loss.backward()
+    assert gc.isenabled()
