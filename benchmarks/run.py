@@ -237,9 +237,12 @@ def plot(stats, impls, chain, mem, path) -> None:
         ys = [ratio(stats, s, impl) for s in SIZES]
         ax.bar(np.arange(len(SIZES)) + (j - (len(cols) - 1) / 2) * width, ys, width, label=impl)
     ax.axhline(1.0, color="k", lw=0.8)
-    ax.set_xticks(range(len(SIZES)), [f"{s}\n{cases.SIZES[s][1]}, batch {cases.SIZES[s][0]}"
-                                      for s in SIZES], fontsize=8)
+    ax.set_xticks(range(len(SIZES)), ["{}\n{}\nbatch {}".format(
+        s, "-".join(map(str, cases.SIZES[s][1])), cases.SIZES[s][0]) for s in SIZES], fontsize=8)
     ax.set_yscale("log")
+    ticks = [0.25, 0.5, 1, 2, 4, 8]
+    ax.set_yticks(ticks, [f"{t:g}×" for t in ticks])
+    ax.minorticks_off()
     ax.set_ylabel("step time / NumPy f64 by hand (median)")
     ax.set_title("MLP training step, one BLAS thread")
     ax.legend(fontsize=7, ncol=2)
@@ -268,9 +271,12 @@ def plot(stats, impls, chain, mem, path) -> None:
     ax = axes[2]
     labels, values = [], []
     for k, v in mem.items():
-        if isinstance(v, (int, float)) and k != "deep":
-            labels.append(k.replace(" step", "").replace(", ", "\n"))
-            values.append(v / 2**20)
+        if k == "deep":
+            continue
+        labels.append(k.replace(" step", "").replace(", ", "\n"))
+        values.append(v / 2**20 if isinstance(v, (int, float)) else 0.0)
+        if not isinstance(v, (int, float)):
+            ax.text(0.5, len(labels) - 1, v, va="center", fontsize=8, color="0.4")
     ax.barh(labels, values, color="#6a9fd4")
     ax.set_xlabel("peak MiB allocated during one step (tracemalloc)")
     ax.set_title("Memory of a training step")
@@ -426,37 +432,59 @@ def write_report(path, env, agree, stats, impls, chain, mem, phases, prof, args,
     L += table(("where", "share"), [(g, f"{v / total:.0%}") for g, v in groups.items()])
     L += ["", "The most expensive functions (own time per step, under the profiler):", ""]
     L += table(("function", "calls / step", "own time / step"), profile_rows(prof))
-    L += ["", *GAP_NOTES, ""]
+    L += ["", *gap_notes(stats, chain), ""]
     with open(path, "w", encoding="utf-8") as f:
         f.write("\n".join(L))
     return headline(stats, impls)
 
 
-GAP_NOTES = """\
+def gap_notes(stats, chain) -> list[str]:
+    """What the numbers say, with this run's numbers filled in."""
+    def extra(size):
+        return stats[(size, "minigrad-f64")]["median"] - stats[(size, BASE)]["median"]
+
+    per_op = {n: v["backward"] / n for (lib, n), v in chain.items() if lib == "minigrad"}
+    small_n, big_n = min(per_op), max(per_op)
+    fwd = {n: v["forward"] / n for (lib, n), v in chain.items() if lib == "minigrad"}
+    growth = per_op[big_n] / per_op[small_n]
+    linear = ("linear in depth" if growth < 1.5 else
+              f"{growth:.1f}× more per op, so somewhat worse than linear on this run "
+              f"(a deep graph no longer fits the caches)")
+    text = f"""\
 ### Reading these numbers
 
-- **Tiny (3×3 inputs).** Each NumPy call on a 3×4 array costs about a microsecond
-  whatever it computes, so the hand-written step is some 25 NumPy calls and little else.
-  minigrad makes about the same NumPy calls and adds, for each of its four ops, a
-  `Function.apply` (a Context, a Tensor, the version stamps), and for the graph a
-  topological sort, the in-place checks, the accumulation dictionary and the release of
-  saved values; `nn` and `optim` add their own Python calls. That bookkeeping, not
-  arithmetic, is the gap at this size. What would close it: fewer Python calls per op
-  (a fused `linear` op for `x @ W + b`, as PyTorch's `addmm`; a replayed `trace()` graph
-  whose order and checks are computed once), or moving the engine loop to C, which is
-  what PyTorch does. Both trade away some of what makes the engine readable.
-- **Small and large.** Matrix products dominate. minigrad calls the same BLAS routines on
-  the same layouts (the VJPs' `.T` are views, which BLAS takes as a transpose flag), skips
-  the gradient of `x` (`needs_input_grad`), and hands fresh gradient arrays to the leaves
-  without a copy, so what is left is a few tens of microseconds of Python per step; the
-  rest of any gap is noise from the machine, which the p10 column shows.
-- **float32** halves the bytes and roughly halves a matrix product's time, so minigrad in
-  float32 can beat hand-written float64 at the large size.
+- **Tiny: Python, not arithmetic.** A NumPy call on a 3×4 array costs about a
+  microsecond whatever it computes, so the hand-written step is some 25 NumPy calls and
+  little else. minigrad makes about the same NumPy calls, and adds
+  {fmt_time(extra("tiny"))} per step of bookkeeping for its four ops: per op a
+  `Function.apply` (a Context, a Tensor, the version stamps) and a VJP call; per graph a
+  topological sort, the in-place checks, the gradient dictionary and the release of saved
+  values; and the Python calls of `nn` and `optim`. The profile above shows where.
+- **Small and large: the same bookkeeping, diluted.** The small step records six ops
+  (two bias adds more) and spends {fmt_time(extra("small"))} more than NumPy by hand
+  ({extra("small") / stats[("small", BASE)]["median"]:.0%} of its time); at the large size
+  the matrix products take tens of milliseconds and the difference is within the noise.
+  minigrad calls the same BLAS routines on the same memory layouts (the VJPs' `.T` are
+  views, which BLAS takes as a transpose flag), skips the gradient of `x`
+  (`needs_input_grad`), and hands fresh gradient arrays to the parameters without a copy.
+- **What would close the gap** at the small sizes is fewer Python calls per op: a fused
+  `linear` op for `x @ W + b` (PyTorch's `addmm`), a replayed `trace()` whose order and
+  checks are computed once, or the engine loop in C, which is what PyTorch does. Each
+  trades away some of what makes this engine easy to read, which is its purpose.
+- **float32** halves the bytes moved and roughly halves a matrix product's time:
+  minigrad in float32 takes {ratio(stats, "large", "minigrad-f32"):.2f}× the time of
+  hand-written float64 at the large size.
 - **PyTorch** pays several microseconds of dispatch per op and a heavier autograd graph,
-  which dominates at the tiny and small sizes; at the large size it runs MKL, whose
-  kernels may beat or trail OpenBLAS depending on the CPU.
-- **Deep chain.** Time grows linearly with the number of ops (see the plot); the
-  per-op cost is a few microseconds: one small NumPy call plus the engine's bookkeeping.""".split("\n")
+  which dominates at the tiny and small sizes; at the large size its MKL kernels and
+  NumPy's OpenBLAS do the same work, and which is faster depends on the CPU.
+- **Deep chain.** Backward costs {per_op[small_n] * 1e6:.1f} µs per op at {small_n:,} ops
+  and {per_op[big_n] * 1e6:.1f} µs at {big_n:,}: {linear}. The engine pauses
+  Python's cycle collector while it walks the graph (the graph has no reference cycles),
+  otherwise the collector's periodic re-scans of every live object make deep graphs
+  superlinear. Building the graph (forward: {fwd[small_n] * 1e6:.1f} µs per op at
+  {small_n:,}, {fwd[big_n] * 1e6:.1f} µs at {big_n:,}) still pays those re-scans, because
+  it runs in the user's code."""
+    return text.split("\n")
 
 
 def main(argv=None) -> int:

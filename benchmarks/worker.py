@@ -102,10 +102,10 @@ def memory(job: dict) -> dict:
     out["deep"] = {"depth": depth, "width": width, "batch": batch}
     model, x, y = cases.deep_mlp(depth, width, batch)
     cases.deep_mlp_step(model, x, y)
-    out["deep step"] = _peak(lambda: cases.deep_mlp_step(model, x, y))
+    out["deep MLP step"] = _peak(lambda: cases.deep_mlp_step(model, x, y))
     ck = cases.checkpoint_fn()
     if ck is None:
-        out["deep step, checkpointed"] = "not available"
+        out["deep MLP step, checkpointed"] = "not available"
     else:
         try:
             model.zero_grad()
@@ -117,13 +117,13 @@ def memory(job: dict) -> dict:
                 np.allclose(p.grad, g, rtol=1e-10, atol=1e-12)
                 for p, g in zip(model.parameters(), ref_grads))
             if not same:
-                out["deep step, checkpointed"] = "failed: gradients differ from the plain step"
+                out["deep MLP step, checkpointed"] = "failed: gradients differ from the plain step"
             else:
                 model.zero_grad()
-                out["deep step, checkpointed"] = _peak(
+                out["deep MLP step, checkpointed"] = _peak(
                     lambda: cases.deep_mlp_step(model, x, y, checkpoint=ck))
         except Exception as e:  # its API is not known here; report, don't crash
-            out["deep step, checkpointed"] = f"failed: {type(e).__name__}: {e}"
+            out["deep MLP step, checkpointed"] = f"failed: {type(e).__name__}: {e}"
     return out
 
 
