@@ -327,9 +327,10 @@ def write_report(path, env, agree, stats, impls, chain, mem, phases, prof, args,
           f"- OpenBLAS at run time: core type `{rt.get('corename', 'unknown')}`, "
           f"{rt.get('threads', '?')} thread(s).",
           "- PyTorch: " + (f"{torch['version']} ({torch['blas']}), {torch['threads']} thread(s) "
-                           f"in the parent process; the workers call `torch.set_num_threads(1)`."
+                           f"(its workers call `torch.set_num_threads({args.threads})`)."
                            if torch else "not installed (`make torch` adds it)."),
-          "- Environment of every worker (set by the harness unless marked otherwise): "
+          "- Environment of every worker (the harness sets the thread and malloc variables; "
+          "the others are recorded as they were inherited): "
           + ", ".join(f"`{k}={v}`" for k, v in env["env"].items()) + ".", ""]
     L += ["## How it is measured", "",
           "- **One process per measurement.** Each implementation and size runs in a fresh "
