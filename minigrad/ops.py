@@ -565,11 +565,11 @@ class CrossEntropyWithLogits(Function):
         n = z.shape[0]
         rows = np.arange(n)
         shifted = z - z.max(axis=1, keepdims=True)  # <= 0, so exp never overflows
-        e = np.exp(shifted)
-        total = e.sum(axis=1, keepdims=True)
-        e /= total                                  # e is now p, kept for the VJP
+        p = np.exp(shifted)
+        total = p.sum(axis=1, keepdims=True)
+        p /= total                                  # softmax, in place; kept for the VJP
         loss = np.log(total).sum() - shifted[rows, t].sum()
-        ctx.save_for_backward(e)
+        ctx.save_for_backward(p)
         ctx.idx = (rows, t)
         return np.asarray(loss / n, dtype=z.dtype)
 
