@@ -7,6 +7,7 @@
 #   make lint     ruff on the package, the tests and the notebooks
 #   make torch    add PyTorch to .venv (optional; enables the comparisons)
 #   make student  write build/student/: exercises blanked, outputs cleared
+#   make bench    time minigrad against hand-written NumPy (and PyTorch): benchmarks/RESULTS.md
 #   make clean    remove caches and build output (`make distclean` also drops .venv)
 
 SHELL      := /bin/bash
@@ -26,7 +27,7 @@ export OMP_NUM_THREADS ?= 1
 export OPENBLAS_NUM_THREADS ?= 1
 export MKL_NUM_THREADS ?= 1
 
-.PHONY: test unit nbtest lab e2e execute lint torch student clean distclean venv dot trust help
+.PHONY: test unit nbtest lab e2e execute lint torch student bench clean distclean venv dot trust help
 .DEFAULT_GOAL := help
 
 help:
@@ -84,7 +85,7 @@ execute: $(STAMP) dot
 NBS ?= $(NOTEBOOKS)
 
 lint: $(STAMP)
-	$(BIN)/ruff check minigrad tests notebooks tools
+	$(BIN)/ruff check minigrad tests notebooks tools benchmarks
 
 torch: $(STAMP)
 	@$(BIN)/python -c 'import torch' 2>/dev/null || $(BIN)/python -m pip install --quiet '$(TORCH_SPEC)'
@@ -93,6 +94,11 @@ torch: $(STAMP)
 # `raise NotImplementedError`; outputs are cleared. See build/student/README.md.
 student: $(STAMP)
 	$(BIN)/python tools/make_student.py --out build/student $(NOTEBOOKS)
+
+# Each case runs in its own process with one BLAS thread; a few minutes in all.
+# PyTorch's columns say "not installed" until `make torch`. BENCH_ARGS=--quick for a smoke run.
+bench: $(STAMP)
+	$(BIN)/python benchmarks/run.py $(BENCH_ARGS)
 
 clean:
 	rm -rf build .pytest_cache .hypothesis .ruff_cache *.egg-info

@@ -16,12 +16,13 @@ four steps:
 
 from __future__ import annotations
 
+import gc
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
-from .function import AnomalyError, _describe_nonfinite, _state, enable_grad, no_grad
+from .function import AnomalyError, _describe_nonfinite, _state
 from .tensor import Tensor, as_tensor
 
 __all__ = ["backward", "grad", "topological_order"]
@@ -41,8 +42,10 @@ def topological_order(root: Tensor) -> list[Tensor]:
         for p in parents:
             if id(p) not in seen:
                 seen.add(id(p))
-                stack.append((p, iter(p.parents)))
-                break
+                if p.parents:
+                    stack.append((p, iter(p.parents)))
+                    break
+                order.append(p)  # a leaf has nothing to visit first
         else:
             stack.pop()
             order.append(node)
@@ -73,6 +76,11 @@ class _DiffCtx:
 
 
 def _check_node(node: Tensor) -> None:
+    """Raise if ``node``'s saved values were freed or changed in place since they were saved.
+
+    ``_run`` calls it only when a cheap comparison of version stamps flags the node;
+    a changed input that the op did not save (relu keeps only a mask) is fine.
+    """
     ctx = node.grad_fn
     if ctx.saved is None:
         raise RuntimeError(
@@ -119,7 +127,8 @@ def _run(root: Tensor, grad: Any, capture: Sequence[Tensor] | None, retain_graph
                 f"backward: grad can be left out only for a tensor with one element; this "
                 f"one has shape {root.shape}. Pass grad=, an array of shape {root.shape} "
                 f"holding dL/d(this tensor).")
-        g0 = np.ones_like(root.data)
+        g0 = np.empty(root.data.shape, root.data.dtype)
+        g0.fill(1)
     else:
         gdata = grad.data if isinstance(grad, Tensor) else grad
         g0 = np.array(gdata, dtype=root.dtype)  # a copy: the caller keeps theirs
@@ -130,9 +139,19 @@ def _run(root: Tensor, grad: Any, capture: Sequence[Tensor] | None, retain_graph
         g0 = grad if isinstance(grad, Tensor) else as_tensor(g0)
 
     order = topological_order(root)
-    for node in order:
-        if node.grad_fn is not None:
+    for node in order:  # cheap comparisons here; _check_node explains and raises
+        ctx = node.grad_fn
+        if ctx is None:
+            continue
+        if ctx.saved is None:
             _check_node(node)
+        versions = ctx.versions  # the inputs' stamps, then the output's
+        if versions:
+            for t, v in zip(node.parents, versions):
+                if t._vc[0] != v:
+                    _check_node(node)
+            if node._vc[0] != versions[-1]:
+                _check_node(node)
 
     if capture is None:
         wanted = {id(t) for t in order
@@ -142,40 +161,76 @@ def _run(root: Tensor, grad: Any, capture: Sequence[Tensor] | None, retain_graph
     anomaly = _state.anomaly
 
     grads: dict[int, Any] = {id(root): g0}
+    owned: set[int] = set()  # keys whose gradient is a sum this loop made (safe to add into)
     found: dict[int, tuple[Tensor, Any]] = {}
-    with (enable_grad() if create_graph else no_grad()):
+    grad_mode = _state.grad_enabled
+    _state.grad_enabled = create_graph  # record the VJPs' own ops only for create_graph
+    try:
         for node in reversed(order):
-            g = grads.pop(id(node), None)
-            if g is None:
-                continue
-            if id(node) in wanted:
-                found[id(node)] = (node, g)
             ctx = node.grad_fn
             if ctx is None:
+                continue  # a leaf: its gradient stays in `grads` until the end
+            key = id(node)
+            g = grads.pop(key, None)
+            if g is None:
                 continue
+            if key in wanted:
+                found[key] = (node, g)
             in_grads = ctx.fn.backward(_DiffCtx(node) if create_graph else ctx, g)
             if not retain_graph:
                 ctx.release()
             for i, (p, pg) in enumerate(zip(node.parents, in_grads)):
                 if pg is None or not p.requires_grad:
                     continue
-                if pg.shape != p.shape:
+                if pg.shape != p.data.shape:
                     raise RuntimeError(
                         f"'{ctx.name}' backward returned a gradient of shape {pg.shape} for its "
                         f"input {i} of shape {p.shape}")
                 if anomaly:
                     _check_grad(ctx, i, pg)
-                prev = grads.get(id(p))
-                grads[id(p)] = pg if prev is None else prev + pg
+                key = id(p)
+                prev = grads.get(key)
+                if prev is None:
+                    grads[key] = pg
+                elif key in owned:
+                    prev += pg  # our own array: add in place, no new allocation
+                else:
+                    # A VJP's result may be shared (add hands one g to both inputs)
+                    # or read-only (a broadcast view): never write into it.
+                    total = prev + pg
+                    grads[key] = total
+                    if type(total) is np.ndarray:
+                        owned.add(key)
             if _state.hooks:
                 for hook in _state.hooks:
                     hook("backward", ctx.fn, node.parents, node)
+    finally:
+        _state.grad_enabled = grad_mode
+    for node in order:
+        if node.grad_fn is None and id(node) in wanted and id(node) in grads:
+            found[id(node)] = (node, grads[id(node)])
     return found
+
+
+def _run_without_gc(*args: Any) -> dict[int, tuple[Tensor, Any]]:
+    """``_run`` with Python's cycle collector paused.
+
+    The graph holds no reference cycles and the walk makes none, so the collector
+    would only re-scan every live object now and then, which on a deep graph
+    costs more than the walk itself.
+    """
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        return _run(*args)
+    finally:
+        if collecting:
+            gc.enable()
 
 
 def backward(root: Tensor, grad: Any = None, retain_graph: bool = False) -> None:
     """``root.backward()``: add dL/dleaf into ``.grad`` of every leaf that requires grad."""
-    found = _run(root, grad, None, retain_graph, False)
+    found = _run_without_gc(root, grad, None, retain_graph, False)
     handed_out: set[int] = set()
     for t, g in found.values():
         # One array may be the gradient of two tensors (a + b hands g to both),
@@ -203,7 +258,7 @@ def grad(output: Tensor, inputs: Tensor | Sequence[Tensor], grad_output: Any = N
             raise ValueError(f"grad: input {i} must be a Tensor with requires_grad=True")
     if retain_graph is None:
         retain_graph = create_graph
-    found = _run(output, grad_output, inputs, retain_graph, create_graph)
+    found = _run_without_gc(output, grad_output, inputs, retain_graph, create_graph)
     out = []
     for i, t in enumerate(inputs):
         g = found.get(id(t), (None, None))[1]

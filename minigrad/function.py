@@ -123,6 +123,11 @@ class Context:
     Ops may also put small attributes on the ctx (an axis, a mask, a target).
     """
 
+    # The fixed fields live in slots (one ctx is made per op call); an op's own
+    # attributes go to __dict__, so ``vars(ctx)`` holds exactly those.
+    __slots__ = ("fn", "saved", "needs_input_grad", "versions", "created_at", "created_frame", "__dict__",
+                 "__weakref__")
+
     def __init__(self, fn: type[Function], needs_input_grad: tuple[bool, ...]):
         self.fn = fn
         self.saved: tuple | None = ()
@@ -157,9 +162,10 @@ class Context:
     def release(self) -> None:
         """Drop everything kept for backward; a second backward then fails clearly."""
         self.saved = None
-        for k, v in list(vars(self).items()):
+        attrs = vars(self)
+        for k, v in attrs.items():
             if _arrays(v):
-                setattr(self, k, None)
+                attrs[k] = None  # a new value for an existing key: safe while iterating
 
     def __repr__(self) -> str:
         return f"<{self.fn.__name__}Backward>"
@@ -191,11 +197,22 @@ class Function:
 
     @classmethod
     def apply(cls, *inputs: Any, **attrs: Any):
-        first = next((t for t in inputs if isinstance(t, Tensor)), None)
-        tensors = tuple(t if isinstance(t, Tensor) else as_tensor(t, like=first) for t in inputs)
-        record = _state.grad_enabled and any(t.requires_grad for t in tensors)
-        ctx = Context(cls, tuple(t.requires_grad for t in tensors) if record else ())
-        data = cls.forward(ctx, *(t.data for t in tensors), **attrs)
+        # Every op call passes through here, so it is written for speed: one
+        # plain loop, locals, no generator expressions, the common case first.
+        tensors = inputs
+        for t in inputs:
+            if not isinstance(t, Tensor):  # numbers and arrays become constant leaves
+                tensors = _wrap_constants(inputs)
+                break
+        needs, arrays, versions = [], [], []
+        for t in tensors:
+            needs.append(t.requires_grad)
+            arrays.append(t.data)
+            versions.append(t._vc[0])
+        state = _state
+        record = state.grad_enabled and True in needs
+        ctx = Context(cls, tuple(needs) if record else ())
+        data = cls.forward(ctx, *arrays, **attrs)
         if type(data) is not np.ndarray:  # NumPy reductions return scalars
             raw, data = data, np.asarray(data)
             if ctx.saved:  # a saved output must stay the output itself (create_graph needs it)
@@ -206,19 +223,26 @@ class Function:
             out = Tensor._make(data, True, tensors, cls.name, ctx)
         if cls.is_view or (cls.may_be_view and np.may_share_memory(data, tensors[0].data)):
             out._vc = tensors[0]._vc  # an in-place change of either is seen by both
-        if record and ctx.saved:
-            ctx.versions = tuple(t._vc[0] for t in tensors) + (out._vc[0],)
-        if _state.tracer is not None:
-            _state.tracer.append((cls, tensors, attrs, out))
-        if _state.hooks:
-            for hook in _state.hooks:
+        if record and ctx.saved:  # version stamps, to catch a later in-place change
+            versions.append(out._vc[0])
+            ctx.versions = tuple(versions)
+        if state.tracer is not None:
+            state.tracer.append((cls, tensors, attrs, out))
+        if state.hooks:
+            for hook in state.hooks:
                 hook("forward", cls, tensors, out)
-        if _state.anomaly:
+        if state.anomaly:
             _check_forward(cls.name, data)
             if record:
                 ctx.created_frame = _user_frame_summary()
                 ctx.created_at = _format_frame(ctx.created_frame)
         return out
+
+
+def _wrap_constants(inputs: tuple) -> tuple:
+    """Wrap every input that is not a Tensor as a constant, in the first Tensor's dtype."""
+    first = next((t for t in inputs if isinstance(t, Tensor)), None)
+    return tuple(t if isinstance(t, Tensor) else as_tensor(t, like=first) for t in inputs)
 
 
 class AnomalyError(RuntimeError):

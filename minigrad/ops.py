@@ -40,11 +40,10 @@ def sum_to(g, shape: tuple):
     if g.shape == shape:
         return g
     lead = g.ndim - len(shape)
-    axes = tuple(range(lead)) + tuple(
-        lead + i for i, n in enumerate(shape) if n == 1 and g.shape[lead + i] != 1)
-    if axes:
-        g = g.sum(axis=axes, keepdims=True)
-    return g.reshape(shape)
+    if g.shape[lead:] == shape:  # only new leading axes (a bias): a plain sum has ``shape``
+        return g.sum(axis=tuple(range(lead)))
+    kept = tuple(lead + i for i, n in enumerate(shape) if n == 1 and g.shape[lead + i] != 1)
+    return g.sum(axis=tuple(range(lead)) + kept, keepdims=True).reshape(shape)
 
 
 def broadcast_to(g, shape: tuple):
@@ -96,7 +95,9 @@ class Add(Function):
     @staticmethod
     def backward(ctx, g):
         sa, sb = ctx.shapes
-        return sum_to(g, sa), sum_to(g, sb)
+        need_a, need_b = ctx.needs_input_grad
+        return (sum_to(g, sa) if need_a else None,
+                sum_to(g, sb) if need_b else None)
 
 
 class Sub(Function):
@@ -508,7 +509,8 @@ def _check_targets(name: str, target, n: int, c: int) -> np.ndarray:
     if t.shape != (n,):
         raise ValueError(f"{name}: expected {n} targets (shape ({n},)) for input of shape "
                          f"({n}, {c}), got shape {t.shape}")
-    if n and (t.min() < 0 or t.max() >= c):
+    # Negative ids wrap around to huge unsigned values, so one max() checks both ends.
+    if n and t.astype(np.uint64).max() >= c:
         bad = t[(t < 0) | (t >= c)]
         raise ValueError(f"{name}: targets must lie in [0, {c - 1}] for {c} classes, got {bad[:5].tolist()}")
     return t
@@ -563,10 +565,11 @@ class CrossEntropyWithLogits(Function):
         t = _check_targets("cross_entropy_with_logits", target, *z.shape)
         n = z.shape[0]
         rows = np.arange(n)
-        e = np.exp(z - z.max(axis=1, keepdims=True))
-        total = e.sum(axis=1, keepdims=True)
-        p = e / total                               # kept for the VJP, not recomputed
-        loss = np.log(total[:, 0]).sum() - (z[rows, t] - z.max(axis=1)).sum()
+        shifted = z - z.max(axis=1, keepdims=True)  # <= 0, so exp never overflows
+        p = np.exp(shifted)
+        total = p.sum(axis=1, keepdims=True)
+        p /= total                                  # softmax, in place; kept for the VJP
+        loss = np.log(total).sum() - shifted[rows, t].sum()
         ctx.save_for_backward(p)
         ctx.idx = (rows, t)
         return np.asarray(loss / n, dtype=z.dtype)
@@ -579,9 +582,9 @@ class CrossEntropyWithLogits(Function):
             # Differentiating the gradient itself: p must be a function of the logits.
             p = ctx.inputs[0].softmax(axis=1)
             return ((p - _scatter_add(np.ones(n, dtype=g.dtype), ctx.idx, p.shape)) * (g / n),)
-        d = p.copy()
-        d[ctx.idx] -= 1.0
-        d *= g / n
+        scale = float(g) / n  # g holds one number: the loss is a scalar
+        d = p * scale  # a new array: p stays intact for a second backward (retain_graph)
+        np.subtract.at(d, ctx.idx, scale)  # the one-hot part: d[i, y_i] -= scale
         return (d,)
 
 

@@ -139,8 +139,7 @@ class Tensor:
         The values saved for backward are freed unless ``retain_graph=True``.
         For gradients of gradients, use ``minigrad.grad(..., create_graph=True)``.
         """
-        from .engine import backward
-        backward(self, grad, retain_graph=retain_graph)
+        _engine.backward(self, grad, retain_graph=retain_graph)
 
     def zero_grad(self) -> None:
         """Forget the gradient (back to ``None``: 'not computed yet', not 'zero')."""
@@ -322,4 +321,5 @@ def as_tensor(x: Any, like: Tensor | None = None) -> Tensor:
     return Tensor._make(arr, False, (), "", None)
 
 
+from . import engine as _engine  # noqa: E402  (engine needs Tensor defined first)
 from . import ops as _ops  # noqa: E402  (ops needs Tensor defined first)

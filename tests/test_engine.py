@@ -261,3 +261,129 @@ def test_a_training_loop_leaves_nothing_for_the_garbage_collector():
         assert gc.collect() == 0
     finally:
         gc.enable()
+
+
+# ------------------------------------------------------- the fast paths stay right
+
+def test_accumulation_never_writes_into_a_gradient_a_vjp_handed_out():
+    # add returns one gradient array for both of its inputs; the engine adds the
+    # third and later contributions in place, but only into sums it made itself.
+    w = Tensor([1.0, 2.0], requires_grad=True)
+    t = (w * 1.0).retain_grad()
+    inner = (t + t).retain_grad()
+    out = (inner + t + t).retain_grad()
+    out.sum().backward()
+    assert out.grad.tolist() == [1.0, 1.0]
+    assert inner.grad.tolist() == [1.0, 1.0]
+    assert t.grad.tolist() == [4.0, 4.0]
+    assert w.grad.tolist() == [4.0, 4.0]
+
+
+def test_many_paths_into_one_leaf_add_up():
+    x = Tensor(np.arange(3.0), requires_grad=True)
+    total = x * 0.0
+    for k in range(1, 6):
+        total = total + x * float(k)
+    total.sum().backward()
+    assert x.grad.tolist() == [15.0, 15.0, 15.0]
+
+
+@pytest.mark.parametrize("op", [lambda a, b: a + b, lambda a, b: a - b, lambda a, b: a * b,
+                                lambda a, b: a / b])
+def test_binary_vjps_skip_inputs_that_need_no_grad(op):
+    a = Tensor(np.ones((2, 3)), requires_grad=True)
+    b = Tensor(np.full(3, 2.0))  # a constant
+    y = op(a, b)
+    assert y.grad_fn.needs_input_grad == (True, False)
+    da, db = y.grad_fn.fn.backward(y.grad_fn, np.ones((2, 3)))
+    assert da.shape == (2, 3) and db is None
+
+
+def test_a_bias_gradient_is_a_fresh_array_of_its_own():
+    x = Tensor(np.ones((4, 3)))
+    w = Tensor(np.ones((3, 2)), requires_grad=True)
+    b = Tensor(np.zeros(2), requires_grad=True)
+    (x @ w + b).sum().backward()
+    assert b.grad.tolist() == [4.0, 4.0]
+    assert b.grad.base is None and b.grad.flags.writeable
+
+
+def test_release_drops_array_attributes_as_well_as_saved_values():
+    w = Tensor(np.arange(4.0), requires_grad=True)
+    y = w[np.array([0, 2, 2])]
+    ctx = y.grad_fn
+    assert set(vars(ctx)) == {"in_shape", "idx"}  # the fixed fields live in slots
+    assert isinstance(ctx.idx, np.ndarray)
+    y.sum().backward()
+    assert ctx.released and ctx.idx is None
+    assert w.grad.tolist() == [1.0, 0.0, 2.0, 0.0]
+
+
+def test_inplace_change_of_a_value_that_was_not_saved_is_allowed():
+    a = Tensor([1.0, -2.0], requires_grad=True)
+    h = a * 1.0
+    y = h.relu()  # relu keeps its mask, not h
+    with mg.no_grad():
+        h.add_(5.0)
+    y.sum().backward()
+    assert a.grad.tolist() == [1.0, 0.0]
+
+
+def test_inplace_change_of_a_saved_output_is_caught():
+    x = Tensor([0.5, 1.0], requires_grad=True)
+    y = x.exp()  # exp saves its output
+    with mg.no_grad():
+        y.mul_(2.0)
+    with pytest.raises(RuntimeError, match=r"'exp'.*its output.*version 1.*version 0"):
+        y.sum().backward()
+    assert x.grad is None
+
+
+def test_fused_cross_entropy_twice_with_retain_graph():
+    z = Tensor([[1.0, 2.0, 0.5], [0.1, -1.0, 2.0]], requires_grad=True)
+    loss = z.cross_entropy_with_logits(np.array([2, 0]))
+    loss.backward(retain_graph=True)
+    first = z.grad.copy()
+    loss.backward()  # the saved probabilities were not changed by the first pass
+    np.testing.assert_allclose(z.grad, 2 * first, rtol=0, atol=1e-15)
+
+
+def test_backward_from_a_leaf_and_from_a_one_element_tensor():
+    w = Tensor([3.0], requires_grad=True)
+    w.backward()
+    assert w.grad.tolist() == [1.0]
+    v = Tensor([[2.0]], requires_grad=True)
+    (v * 3.0).backward()
+    assert v.grad.tolist() == [[3.0]]
+
+
+def test_backward_pauses_the_cycle_collector_and_restores_it():
+    w = Tensor([1.0, 2.0], requires_grad=True)
+    seen = []
+
+    class Spy(mg.Function):
+        name = "spy"
+
+        @staticmethod
+        def forward(ctx, a):
+            return a * 1.0
+
+        @staticmethod
+        def backward(ctx, g):
+            seen.append(gc.isenabled())
+            return (g,)
+
+    assert gc.isenabled()
+    Spy.apply(w).sum().backward()
+    assert seen == [False] and gc.isenabled()
+    gc.disable()
+    try:
+        Spy.apply(w).sum().backward()
+        assert not gc.isenabled()  # a caller's choice is kept
+    finally:
+        gc.enable()
+    loss = Spy.apply(w).sum()
+    loss.backward()
+    with pytest.raises(RuntimeError):  # an error on the way out restores it too
+        loss.backward()
+    assert gc.isenabled()
