@@ -374,7 +374,8 @@ def write_report(path, env, agree, stats, impls, chain, mem, phases, prof, args,
     L += headline(stats, impls)
     L += ["", "![results](results.png)", ""]
     L += ["## Reach", ""]
-    L += table(("goal", "target", "measured (median; p10)", ""), reach_rows(stats, chain, has_torch))
+    L += table(("goal", "target", "measured (median; p10)", "status"),
+               reach_rows(stats, chain, has_torch))
     L += ["", "## All step times", ""]
     rows = []
     for size in SIZES:
