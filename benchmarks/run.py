@@ -264,7 +264,7 @@ def plot(stats, impls, chain, mem, path) -> None:
     ax.loglog(ns, t0 * ns / n0, "k--", lw=0.8, label="linear (slope 1)")
     ax.set_xlabel("ops in the chain")
     ax.set_ylabel("seconds (median)")
-    ax.set_title("Deep chain: the cost is linear in depth")
+    ax.set_title("Deep chain: time against depth")
     ax.legend(fontsize=7)
     ax.grid(alpha=0.3, which="both")
 
@@ -374,7 +374,8 @@ def write_report(path, env, agree, stats, impls, chain, mem, phases, prof, args,
     L += headline(stats, impls)
     L += ["", "![results](results.png)", ""]
     L += ["## Reach", ""]
-    L += table(("goal", "target", "measured (median; p10)", ""), reach_rows(stats, chain, has_torch))
+    L += table(("goal", "target", "measured (median; p10)", "status"),
+               reach_rows(stats, chain, has_torch))
     L += ["", "## All step times", ""]
     rows = []
     for size in SIZES:
