@@ -9,6 +9,7 @@ every VJP is tested against. Run them in float64: in float32 the round-off of
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
@@ -23,18 +24,23 @@ class GradcheckError(AssertionError):
     """The engine's gradient and the numerical one disagree."""
 
 
-def numerical_grad(f: Callable[[], float], x: np.ndarray, eps: float = 1e-6) -> np.ndarray:
-    """dF/dx by central differences, where ``f()`` reads ``x`` (changed in place and restored)."""
-    g = np.zeros(x.shape, dtype=np.float64)
+def numerical_grad(f: Callable[[], Any], x: np.ndarray, eps: float = 1e-6) -> np.ndarray:
+    """dF/dx by central differences, where ``f()`` reads ``x`` (changed in place and restored).
+
+    ``F`` may be a number or an array; the result has shape ``x.shape + F.shape``.
+    """
+    parts = []
     for i in np.ndindex(x.shape):
         old = x[i]
         x[i] = old + eps
-        fp = f()
+        fp = np.asarray(f(), dtype=np.float64)
         x[i] = old - eps
-        fm = f()
+        fm = np.asarray(f(), dtype=np.float64)
         x[i] = old
-        g[i] = (fp - fm) / (2 * eps)
-    return g
+        parts.append((fp - fm) / (2 * eps))
+    if not parts:
+        return np.zeros(x.shape, dtype=np.float64)
+    return np.array(parts).reshape(x.shape + parts[0].shape)
 
 
 def gradcheck(fn: Callable[..., Tensor], *inputs: Tensor, eps: float = 1e-6,

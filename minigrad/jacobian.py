@@ -32,6 +32,7 @@ import numpy as np
 
 from .engine import grad as _grad
 from .function import no_grad
+from .gradcheck import numerical_grad
 from .tensor import Tensor
 
 __all__ = ["numerical_jacobian", "jacobian", "vjp", "jacobian_nbytes"]
@@ -73,16 +74,7 @@ def numerical_jacobian(fn: Callable[[Any], Any], x: Any, eps: float = 1e-6) -> n
             return _output_array("numerical_jacobian", fn(arg)).reshape(-1)
 
     n_out = f().size
-    J = np.empty((n_out, flat.size))
-    for j in range(flat.size):
-        old = flat[j]
-        flat[j] = old + eps
-        fp = f()
-        flat[j] = old - eps
-        fm = f()
-        flat[j] = old
-        J[:, j] = (fp - fm) / (2 * eps)
-    return J
+    return numerical_grad(f, flat, eps).reshape(flat.size, n_out).T  # column j: d y / d x_j
 
 
 def _forward(name: str, fn: Callable[[Tensor], Tensor], x: Any) -> tuple[Tensor, Tensor]:
