@@ -182,7 +182,7 @@ def checkpoint(fn: Callable, *args, preserve_rng_state: bool = True,
         if not isinstance(gen, np.random.Generator):
             raise TypeError(f"checkpoint: generators[{i}] is a {type(gen).__name__}, "
                             f"not a numpy.random.Generator")
-    if _state.tracer is not None:
+    if any(getattr(h, "is_trace", False) for h in _state.hooks):
         raise RuntimeError("checkpoint: cannot be recorded by minigrad.trace (the recomputation "
                            "would be traced as constants); trace the function without checkpoint")
     tensors = [a for a in args if isinstance(a, Tensor)]
@@ -193,7 +193,9 @@ def checkpoint(fn: Callable, *args, preserve_rng_state: bool = True,
 
     used: dict[int, Tensor] = {}
 
-    def spot(event, f, inputs, output):  # which tensors that need grad does fn read?
+    def spot(event, f, inputs, output, attrs):  # which tensors that need grad does fn read?
+        if event != "forward":
+            return
         for t in inputs:
             if t.requires_grad:
                 used.setdefault(id(t), t)
@@ -377,7 +379,7 @@ def checkpoint_sequential(layers, segments, x: Tensor, *, keep_last: bool = Fals
     plan = segments if isinstance(segments, Plan) else uniform_plan(n, int(segments))
     if plan.n != n:
         raise ValueError(f"checkpoint_sequential: the plan is for {plan.n} layers but there are {n}")
-    if _state.tracer is not None:
+    if any(getattr(h, "is_trace", False) for h in _state.hooks):
         raise RuntimeError("checkpoint_sequential: cannot be recorded by minigrad.trace; trace the "
                            "layers without checkpointing")
     gens = []
@@ -397,7 +399,9 @@ def checkpoint_sequential(layers, segments, x: Tensor, *, keep_last: bool = Fals
     used: dict[int, Tensor] = {}
     made: set[int] = set()
 
-    def spot(event, f, inputs, output):  # parameters the layers read
+    def spot(event, f, inputs, output, attrs):  # parameters the layers read
+        if event != "forward":
+            return
         for t in inputs:
             if t.requires_grad and id(t) not in made:
                 used.setdefault(id(t), t)

@@ -203,7 +203,7 @@ def _run(root: Tensor, grad: Any, capture: Sequence[Tensor] | None, retain_graph
                         owned.add(key)
             if _state.hooks:
                 for hook in _state.hooks:
-                    hook("backward", ctx.fn, node.parents, node)
+                    hook("backward", ctx.fn, node.parents, node, {})
     finally:
         _state.grad_enabled = grad_mode
     for node in order:

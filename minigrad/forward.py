@@ -40,7 +40,8 @@ from typing import Any
 import numpy as np
 
 from . import ops
-from .function import Function, _state
+from .function import Function
+from .hooks import op_hook
 from .tensor import Tensor
 
 __all__ = ["JVP_RULES", "defjvp", "jvp", "jacfwd"]
@@ -259,8 +260,7 @@ def _layer_norm(dots, args, out, eps=1e-5):
 class _TangentListener:
     """Computes each op's output tangent as the op runs (installed on the apply hook)."""
 
-    def __init__(self, previous: Any):
-        self.previous = previous  # an enclosing trace() or jvp() keeps listening too
+    def __init__(self):
         self._tangents: dict[int, tuple[weakref.ref, np.ndarray, int]] = {}
 
     def set(self, t: Tensor, d: np.ndarray) -> None:
@@ -280,10 +280,9 @@ class _TangentListener:
                 f"minigrad ops, so use the out-of-place op inside fn")
         return d
 
-    def append(self, record: tuple) -> None:
-        if self.previous is not None:
-            self.previous.append(record)
-        fn, tensors, attrs, out = record
+    def __call__(self, event: str, fn, tensors, out, attrs) -> None:
+        if event != "forward":
+            return
         dots = tuple(self.get(t) for t in tensors)
         if all(d is None for d in dots):
             return  # a constant as far as the inputs are concerned: zero tangent
@@ -357,14 +356,11 @@ def jvp(fn: Callable[..., Any], inputs: Any, tangents: Any) -> tuple:
     primals = [_as_primal(x, i) for i, x in enumerate(xs)]
     dots = [_as_tangent(u, x, i) for i, (u, x) in enumerate(zip(us, primals))]
 
-    listener = _TangentListener(_state.tracer)
+    listener = _TangentListener()
     for x, d in zip(primals, dots):
         listener.set(x, d)
-    _state.tracer = listener
-    try:
+    with op_hook(listener):
         result = fn(*primals)
-    finally:
-        _state.tracer = listener.previous
 
     outs = (result,) if isinstance(result, Tensor) else result
     if not isinstance(outs, (tuple, list)) or not all(isinstance(o, Tensor) for o in outs):

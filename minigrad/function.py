@@ -30,8 +30,7 @@ __all__ = ["AnomalyError", "Context", "Function", "no_grad", "enable_grad",
 class _State:
     grad_enabled = True
     anomaly = False
-    tracer: list | None = None  # set by minigrad.trace while it records
-    hooks: tuple = ()  # callables(event, fn, inputs, output): see minigrad.hooks
+    hooks: tuple = ()  # callables(event, fn, inputs, output, attrs): see minigrad.hooks
 
 
 _state = _State()
@@ -226,11 +225,9 @@ class Function:
         if record and ctx.saved:  # version stamps, to catch a later in-place change
             versions.append(out._vc[0])
             ctx.versions = tuple(versions)
-        if state.tracer is not None:
-            state.tracer.append((cls, tensors, attrs, out))
-        if state.hooks:
+        if state.hooks:  # observers: trace, jvp, the memory profiler, count_ops
             for hook in state.hooks:
-                hook("forward", cls, tensors, out)
+                hook("forward", cls, tensors, out, attrs)
         if state.anomaly:
             _check_forward(cls.name, data)
             if record:

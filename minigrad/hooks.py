@@ -1,19 +1,24 @@
 """Watch every op as it runs: a hook called after each forward op and each backward step.
 
-A hook is a callable ``hook(event, fn, inputs, output)``:
+A hook is a callable ``hook(event, fn, inputs, output, attrs)``:
 
 * ``event`` is ``"forward"`` after ``Function.apply`` has computed an output
-  (recorded or not, so ops under ``no_grad`` are seen too), and ``"backward"``
-  after the engine has run a node's VJP and passed its gradients on;
+  (recorded or not, so ops under ``no_grad`` are seen too), ``"backward"``
+  after the engine has run a node's VJP and passed its gradients on, and
+  ``"read"`` when Python takes a value out of the graph (``item()``,
+  ``numpy()``; then ``fn`` and ``output`` are None and ``inputs`` holds the tensor);
 * ``fn`` is the op's Function class (``fn.name`` is its name);
 * ``inputs`` are the op's input Tensors and ``output`` its output Tensor (for
-  ``"backward"``, the node just processed and its parents).
+  ``"backward"``, the node just processed and its parents);
+* ``attrs`` are the op's keyword arguments (an axis, a shape, a target).
 
-Hooks cost nothing when none is registered: the op checks one empty tuple.
-The memory profiler (``minigrad.memory``) samples through a hook, and
-:func:`count_ops` counts op evaluations with one, which is how the
-checkpointing notebook measures recomputation without a clock. A hook must
-not keep references to the tensors it is shown, or it keeps them alive.
+This is the one way to watch the engine. ``minigrad.trace`` records a static
+graph through it, ``minigrad.jvp`` computes tangents beside the values with it,
+the memory profiler (``minigrad.memory``) samples through it, and
+:func:`count_ops` counts op evaluations with it, which is how the checkpointing
+notebook measures recomputation without a clock. Hooks cost nothing when none
+is registered: the op checks one empty tuple. A hook must not keep references
+to the tensors it is shown unless it means to keep them alive.
 """
 
 from __future__ import annotations
@@ -29,7 +34,7 @@ __all__ = ["op_hook", "count_ops", "OpCounter"]
 
 @contextlib.contextmanager
 def op_hook(hook: Callable) -> Iterator[Callable]:
-    """Call ``hook(event, fn, inputs, output)`` after every op inside this block."""
+    """Call ``hook(event, fn, inputs, output, attrs)`` after every op inside this block."""
     if not callable(hook):
         raise TypeError(f"op_hook: the hook must be callable, got {type(hook).__name__}")
     _state.hooks = _state.hooks + (hook,)
@@ -50,8 +55,11 @@ class OpCounter:
         self.forward: Counter[str] = Counter()
         self.backward: Counter[str] = Counter()
 
-    def __call__(self, event: str, fn, inputs, output) -> None:
-        (self.forward if event == "forward" else self.backward)[fn.name] += 1
+    def __call__(self, event: str, fn, inputs, output, attrs=None) -> None:
+        if event == "forward":
+            self.forward[fn.name] += 1
+        elif event == "backward":
+            self.backward[fn.name] += 1
 
     @property
     def total_forward(self) -> int:

@@ -273,7 +273,9 @@ class MemoryProfiler:
         return Timeline(self.samples, self.phases)
 
     # ---------------------------------------------------------- sampling
-    def _on_op(self, event, fn, inputs, output) -> None:
+    def _on_op(self, event, fn, inputs, output, attrs) -> None:
+        if event == "read":
+            return
         if output.grad_fn is not None:
             self._nodes.add(output)
         if self.every_op:

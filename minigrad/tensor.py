@@ -99,10 +99,10 @@ class Tensor:
         return self.data
 
     def _note_read(self) -> None:
-        """While minigrad.trace records, note that this value left the graph for Python."""
+        """Tell observers (a recording ``minigrad.trace``) that this value left the graph."""
         from .function import _state
-        if _state.tracer is not None:
-            _state.tracer.append(("read", self))
+        for hook in _state.hooks:
+            hook("read", None, (self,), None, {})
 
     def __len__(self) -> int:
         return len(self.data)

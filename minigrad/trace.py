@@ -30,7 +30,8 @@ from typing import Any
 
 import numpy as np
 
-from .function import Function, _state
+from .function import Function
+from .hooks import op_hook
 from .tensor import Tensor
 
 __all__ = ["Node", "StaticGraph", "trace"]
@@ -200,11 +201,16 @@ def trace(fn: Callable[..., Any], *example_inputs: Any) -> StaticGraph:
     """
     inputs = [x if isinstance(x, Tensor) else Tensor(x) for x in example_inputs]
     log: list = []
-    prev, _state.tracer = _state.tracer, log
-    try:
+
+    def record(event, op, tensors, out, attrs):
+        if event == "forward":
+            log.append((op, tensors, attrs, out))
+        elif event == "read":
+            log.append(("read", tensors[0]))
+
+    record.is_trace = True  # checkpoint refuses to be traced
+    with op_hook(record):
         result = fn(*inputs)
-    finally:
-        _state.tracer = prev
     single = not isinstance(result, (tuple, list))
     results = [result] if single else list(result)
 

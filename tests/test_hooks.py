@@ -12,7 +12,7 @@ def test_hooks_see_forward_ops_and_backward_steps_in_order():
     seen = []
     x = Tensor(np.ones((2, 3)), requires_grad=True)
     w = Tensor(np.ones((3, 1)), requires_grad=True)
-    with mg.op_hook(lambda ev, fn, inputs, out: seen.append((ev, fn.name, len(inputs)))):
+    with mg.op_hook(lambda ev, fn, inputs, out, attrs: seen.append((ev, fn.name, len(inputs)))):
         loss = (x @ w).relu().sum()
         loss.backward()
     assert seen == [("forward", "matmul", 2), ("forward", "relu", 1), ("forward", "sum", 1),
@@ -22,7 +22,7 @@ def test_hooks_see_forward_ops_and_backward_steps_in_order():
 
 def test_hooks_also_see_ops_under_no_grad():
     names = []
-    with mg.op_hook(lambda ev, fn, i, o: names.append(fn.name)), mg.no_grad():
+    with mg.op_hook(lambda ev, fn, i, o, attrs: names.append(fn.name)), mg.no_grad():
         (Tensor([1.0, 2.0]) * 2).exp()
     assert names == ["mul", "exp"]
 
@@ -53,3 +53,12 @@ def test_a_hook_must_be_callable():
     with pytest.raises(TypeError, match="op_hook: the hook must be callable"):
         with mg.op_hook(42):
             pass
+
+
+def test_hooks_see_values_read_out_of_the_graph():
+    events = []
+    x = Tensor([2.0, 3.0])
+    with mg.op_hook(lambda ev, fn, inputs, out, attrs: events.append((ev, attrs))):
+        y = x.sum(axis=0)
+        y.item()
+    assert events == [("forward", {"axis": 0, "keepdims": False}), ("read", {})]
