@@ -21,18 +21,18 @@ versions), ``viz`` (pictures; imported on first use).
 import importlib as _importlib
 
 from . import data, flow, memory, metrics, nn, optim, passes, random, reference  # noqa: E402,I001
-from .checkpoint import Plan, checkpoint, checkpoint_sequential, plan_segments, sqrt_plan, uniform_plan
+from .checkpointing import Plan, checkpoint, checkpoint_sequential, plan_segments, sqrt_plan, uniform_plan
 from .engine import backward, grad, topological_order
 from .forward import jacfwd, jvp
 from .function import AnomalyError, Context, Function, detect_anomaly, enable_grad, is_grad_enabled, no_grad
 from .gradcheck import GradcheckError, gradcheck, numerical_grad
-from .hessian import hessian, hvp
+from .hessians import hessian, hvp
 from .hooks import count_ops, op_hook
 from .inspect import format_saved, saved_memory, saved_values
-from .jacobian import jacobian, jacobian_nbytes, numerical_jacobian, vjp
+from .jacobians import jacobian, jacobian_nbytes, numerical_jacobian, vjp
 from .ops import layer_norm
 from .tensor import Tensor, as_tensor
-from .trace import StaticGraph, trace
+from .tracing import StaticGraph, trace
 
 __version__ = "0.1.0"
 

@@ -1,17 +1,21 @@
-"""The backward pass: reverse topological order, accumulation, release.
+"""The backward pass: reverse topological order over backward nodes, accumulation, release.
 
-The engine knows no op by name. For each node it calls ``node.grad_fn.fn.backward``
-(the op's VJP) and adds what comes back into the parents' gradients. It works in
-four steps:
+The graph the engine walks is made of backward nodes (each tensor's ``grad_fn``),
+as in PyTorch. A node keeps what its op saved and, in ``node.parents``, one edge
+per input: the input's node, or ``None``. A leaf that requires grad is reached
+through its :class:`~minigrad.function.AccumulateGrad` node. The engine knows no
+op by name: for each node it calls ``node.fn.backward(node, g)`` (the op's VJP)
+and sends what comes back along the edges. It works in four steps:
 
-1. order the graph without recursion, so a chain of any depth works;
-2. check the whole graph first (released? changed in place?) so that an error
-   leaves every ``.grad`` exactly as it was;
-3. walk the nodes from the output back to the leaves. A node is processed only
-   after all its consumers, so its gradient is complete. Gradients of
-   intermediate tensors are dropped as soon as they are used, and each node's
-   saved values are released unless ``retain_graph=True``;
-4. add the leaves' gradients into ``.grad`` (or hand them back, for ``grad()``).
+1. order the nodes without recursion, so a chain of any depth works;
+2. check the whole graph first (released? changed in place?), and every leaf's
+   existing ``.grad``, so that an error leaves every ``.grad`` exactly as it was;
+3. walk the nodes from the output back to the leaves. A node runs only after
+   all its consumers, so its gradient is complete. Each gradient is dropped as
+   soon as it has been used, and each node's saved values are released right
+   after its VJP has run, unless ``retain_graph=True``;
+4. add the leaves' gradients into ``.grad`` (all of them, or, on an error,
+   none), or hand them back, for ``grad()``.
 """
 
 from __future__ import annotations
@@ -22,30 +26,36 @@ from typing import Any
 
 import numpy as np
 
-from .function import AnomalyError, _describe_nonfinite, _state
+from .function import AccumulateGrad, AnomalyError, _describe_nonfinite, _state, gradient_edge
 from .tensor import Tensor, as_tensor
 
 __all__ = ["backward", "grad", "topological_order"]
 
 
-def topological_order(root: Tensor) -> list[Tensor]:
-    """Every tensor ``root`` depends on, each after all of its parents.
+def topological_order(root: Tensor | Any) -> list:
+    """Every backward node ``root`` depends on, each after all of its inputs' nodes.
 
-    Iterative depth-first search: parents are visited in operand order, so the
-    result is deterministic. ``root`` comes last.
+    ``root`` is a tensor (its ``grad_fn``, or a leaf's accumulator, is where the
+    walk starts) or a node. Iterative depth-first search: edges are followed in
+    operand order, so the result is deterministic. ``root``'s node comes last;
+    leaves (``AccumulateGrad`` nodes) come before the ops that use them. A
+    tensor that needs no gradient has no node, and the result is empty.
     """
-    order: list[Tensor] = []
-    seen = {id(root)}
-    stack = [(root, iter(root.parents))]
+    start = gradient_edge(root) if isinstance(root, Tensor) else root
+    if start is None:
+        return []
+    order: list = []
+    seen = {id(start)}
+    stack = [(start, iter(start.parents))]
     while stack:
         node, parents = stack[-1]
         for p in parents:
-            if id(p) not in seen:
+            if p is not None and id(p) not in seen:
                 seen.add(id(p))
                 if p.parents:
                     stack.append((p, iter(p.parents)))
                     break
-                order.append(p)  # a leaf has nothing to visit first
+                order.append(p)  # nothing to visit first
         else:
             stack.pop()
             order.append(node)
@@ -53,50 +63,66 @@ def topological_order(root: Tensor) -> list[Tensor]:
 
 
 class _DiffCtx:
-    """A ctx whose saved values are Tensors, so a VJP builds a graph (create_graph)."""
+    """A node whose saved values are Tensors, so that a VJP builds a graph (create_graph).
 
-    def __init__(self, node: Tensor):
-        ctx = node.grad_fn
+    A saved input becomes a tensor whose gradient flows along that input's edge;
+    the saved output becomes a tensor of this very node.
+    """
+
+    def __init__(self, ctx):
         self._ctx = ctx
-        self.inputs = node.parents
-        self.saved = tuple(self._as_tensor(v, node) for v in ctx.saved)
-
-    @staticmethod
-    def _as_tensor(v: Any, node: Tensor) -> Any:
-        """A saved input or output becomes that very Tensor; anything else, a constant."""
-        if not isinstance(v, np.ndarray):
-            return v
-        for t in node.parents + (node,):
-            if v is t.data:
-                return t
-        return as_tensor(v, like=node)
+        inputs: list = [None] * len(ctx.parents)
+        saved = []
+        for v, role in zip(ctx.saved, ctx.roles or (None,) * len(ctx.saved)):
+            if not isinstance(v, np.ndarray):
+                saved.append(v)
+                continue
+            if role is None:
+                t = as_tensor(v)
+            elif role == -1:
+                t = ctx._out()
+                if t is None or t.data is not v:
+                    t = Tensor._make(v, True, ctx)
+            else:
+                t = inputs[role]
+                if t is None:
+                    t = inputs[role] = _alias(v, ctx.parents[role])
+            saved.append(t)
+        self.saved = tuple(saved)
+        self.inputs = tuple(inputs)
 
     def __getattr__(self, key: str) -> Any:
         return getattr(self._ctx, key)
 
 
-def _check_node(node: Tensor) -> None:
-    """Raise if ``node``'s saved values were freed or changed in place since they were saved.
+def _alias(v: np.ndarray, edge) -> Tensor:
+    """A tensor holding ``v`` whose gradient flows into ``edge`` (an input's node)."""
+    if isinstance(edge, AccumulateGrad):
+        return edge.variable
+    return Tensor._make(v, edge is not None, edge)
 
-    ``_run`` calls it only when a cheap comparison of version stamps flags the node;
-    a changed input that the op did not save (relu keeps only a mask) is fine.
-    """
-    ctx = node.grad_fn
+
+def _check_node(ctx) -> None:
+    """Raise if the values ``ctx`` saved were freed, or changed in place since they were saved."""
     if ctx.saved is None:
+        why = (f"an earlier backward pass that stopped with an error ({ctx._freed_by})"
+               if ctx._freed_by else "an earlier backward pass")
         raise RuntimeError(
             f"backward: trying to go through the graph a second time: the values "
-            f"'{ctx.name}' saved for backward were already freed by an earlier backward "
-            f"pass. Pass retain_graph=True to the first backward() if you need to call it twice.")
-    if not ctx.versions:
-        return
-    tensors = node.parents + (node,)
-    for i, (t, v) in enumerate(zip(tensors, ctx.versions)):
-        if t._vc[0] != v and any(s is t.data for s in ctx.saved):
-            what = "its output" if t is node else f"its input {i}"
+            f"'{ctx.name}' saved for backward were already freed by {why}. Pass "
+            f"retain_graph=True to the first backward() if you need to call it twice, or run "
+            f"the forward pass again.")
+    for vc, v, which in ctx.versions:
+        if vc[0] != v:
+            if which == -1:
+                shape = next(s.shape for s, r in zip(ctx.saved, ctx.roles) if r == -1)
+                what = f"its output (shape {shape})"
+            else:
+                what = f"its input {which} (shape {ctx._shapes[which]})"
             raise RuntimeError(
                 f"backward: a value that '{ctx.name}' saved for backward was modified in "
-                f"place: {what} (shape {t.shape}) is at version {t._vc[0]}, but version {v} "
-                f"was saved. Don't change it in place before backward, or operate on a copy.")
+                f"place: {what} is at version {vc[0]}, but version {v} was saved. Don't "
+                f"change it in place before backward, or operate on a copy (clone()).")
 
 
 def _check_grad(ctx, i: int, g: Any) -> None:
@@ -109,13 +135,10 @@ def _check_grad(ctx, i: int, g: Any) -> None:
             op=ctx.name, phase="backward", frame=ctx.created_frame)
 
 
-def _run(root: Tensor, grad: Any, capture: Sequence[Tensor] | None, retain_graph: bool,
-         create_graph: bool) -> dict[int, tuple[Tensor, Any]]:
-    """Backpropagate from ``root``; return {id(tensor): (tensor, gradient)} for the captured tensors.
-
-    ``capture=None`` captures every leaf that requires grad and every tensor that
-    called ``retain_grad()``.
-    """
+def _seed(root: Tensor, grad: Any, create_graph: bool):
+    """dL/droot: ones for a one-element root, else ``grad`` checked and copied."""
+    if not isinstance(root, Tensor):
+        raise TypeError(f"backward: expected a Tensor, got {type(root).__name__}")
     if not root.requires_grad:
         raise RuntimeError(
             f"backward: the tensor (shape {root.shape}) does not require grad: none of the "
@@ -127,92 +150,119 @@ def _run(root: Tensor, grad: Any, capture: Sequence[Tensor] | None, retain_graph
                 f"backward: grad can be left out only for a tensor with one element; this "
                 f"one has shape {root.shape}. Pass grad=, an array of shape {root.shape} "
                 f"holding dL/d(this tensor).")
-        g0 = np.empty(root.data.shape, root.data.dtype)
-        g0.fill(1)
+        g0 = np.ones(root.data.shape, root.data.dtype)
     else:
         gdata = grad.data if isinstance(grad, Tensor) else grad
-        g0 = np.array(gdata, dtype=root.dtype)  # a copy: the caller keeps theirs
+        arr = np.asarray(gdata)
+        if arr.dtype.kind not in "biuf":
+            raise TypeError(f"backward: grad must hold real numbers, got an array of dtype "
+                            f"{arr.dtype} (shape {arr.shape}) for a tensor of shape {root.shape}")
+        g0 = np.array(arr, dtype=root.dtype)  # a copy: the caller keeps theirs
         if g0.shape != root.shape:
             raise ValueError(
                 f"backward: grad has shape {g0.shape} but the tensor has shape {root.shape}")
     if create_graph:
         g0 = grad if isinstance(grad, Tensor) else as_tensor(g0)
+    return g0
 
+
+def _run(root: Tensor, grad: Any, capture: Sequence[Tensor] | None, retain_graph: bool,
+         create_graph: bool) -> dict[int, tuple[Any, Any]]:
+    """Backpropagate from ``root``; return {id(node): (tensor, gradient)} for the captured nodes.
+
+    ``capture=None`` captures every leaf that requires grad and every tensor that
+    called ``retain_grad()``; otherwise the nodes of the given tensors.
+    """
+    g0 = _seed(root, grad, create_graph)
     order = topological_order(root)
-    for node in order:  # cheap comparisons here; _check_node explains and raises
-        ctx = node.grad_fn
-        if ctx is None:
-            continue
-        if ctx.saved is None:
+    for node in order:  # everything is checked before anything changes
+        if node.saved is None or node.versions:
             _check_node(node)
-        versions = ctx.versions  # the inputs' stamps, then the output's
-        if versions:
-            for t, v in zip(node.parents, versions):
-                if t._vc[0] != v:
-                    _check_node(node)
-            if node._vc[0] != versions[-1]:
-                _check_node(node)
 
-    if capture is None:
-        wanted = {id(t) for t in order
-                  if t.requires_grad and (t.grad_fn is None or t._retains_grad)}
-    else:
-        wanted = {id(t) for t in capture}
+    wanted: dict[int, Tensor] | None = None
+    if capture is not None:
+        wanted = {}
+        for t in capture:
+            e = gradient_edge(t)
+            if e is not None:
+                wanted[id(e)] = t
     anomaly = _state.anomaly
+    hooks = _state.hooks
 
-    grads: dict[int, Any] = {id(root): g0}
+    grads: dict[int, Any] = {id(order[-1]): g0}
     owned: set[int] = set()  # keys whose gradient is a sum this loop made (safe to add into)
-    found: dict[int, tuple[Tensor, Any]] = {}
+    found: dict[int, tuple[Any, Any]] = {}
     grad_mode = _state.grad_enabled
     _state.grad_enabled = create_graph  # record the VJPs' own ops only for create_graph
     try:
         for node in reversed(order):
-            ctx = node.grad_fn
-            if ctx is None:
-                continue  # a leaf: its gradient stays in `grads` until the end
             key = id(node)
             g = grads.pop(key, None)
             if g is None:
                 continue
-            if key in wanted:
-                found[key] = (node, g)
-            in_grads = ctx.fn.backward(_DiffCtx(node) if create_graph else ctx, g)
-            if not retain_graph:
-                ctx.release()
-            for i, (p, pg) in enumerate(zip(node.parents, in_grads)):
-                if pg is None or not p.requires_grad:
+            if wanted is not None:
+                if key in wanted:
+                    found[key] = (wanted[key], g)
+            elif isinstance(node, AccumulateGrad):
+                found[key] = (node.variable, g)
+            elif node._retain:
+                t = node._out()
+                if t is not None:
+                    found[key] = (t, g)
+            if isinstance(node, AccumulateGrad):
+                for hook in hooks:
+                    hook("accumulate", node.fn, (), node, {"grad": g})
+                continue  # a leaf: its gradient is added into .grad at the end
+            in_grads = node.fn.backward(_DiffCtx(node) if create_graph else node, g)
+            parents = node.parents
+            for i, (p, pg) in enumerate(zip(parents, in_grads)):
+                if pg is None or p is None:
                     continue
-                if pg.shape != p.data.shape:
+                if pg.shape != _shape_of(node, i, pg):
                     raise RuntimeError(
-                        f"'{ctx.name}' backward returned a gradient of shape {pg.shape} for its "
-                        f"input {i} of shape {p.shape}")
+                        f"'{node.name}' backward returned a gradient of shape {pg.shape} for its "
+                        f"input {i}, which has shape {_shape_of(node, i, pg)}")
                 if anomaly:
-                    _check_grad(ctx, i, pg)
-                key = id(p)
-                prev = grads.get(key)
+                    _check_grad(node, i, pg)
+            if hooks:
+                for hook in hooks:
+                    hook("backward", node.fn, in_grads, node, {"grad": g})
+            if not retain_graph:
+                node.release()
+            for p, pg in zip(parents, in_grads):
+                if pg is None or p is None:
+                    continue
+                k = id(p)
+                prev = grads.get(k)
                 if prev is None:
-                    grads[key] = pg
-                elif key in owned:
+                    grads[k] = pg
+                elif k in owned:
                     prev += pg  # our own array: add in place, no new allocation
                 else:
                     # A VJP's result may be shared (add hands one g to both inputs)
                     # or read-only (a broadcast view): never write into it.
                     total = prev + pg
-                    grads[key] = total
+                    grads[k] = total
                     if type(total) is np.ndarray:
-                        owned.add(key)
-            if _state.hooks:
-                for hook in _state.hooks:
-                    hook("backward", ctx.fn, node.parents, node, {})
+                        owned.add(k)
+    except BaseException as e:
+        if not retain_graph:  # say truthfully why a retry cannot work
+            reason = f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
+            for node in order:
+                if node.saved is None and not isinstance(node, AccumulateGrad) and node._freed_by is None:
+                    node._freed_by = reason
+        raise
     finally:
         _state.grad_enabled = grad_mode
-    for node in order:
-        if node.grad_fn is None and id(node) in wanted and id(node) in grads:
-            found[id(node)] = (node, grads[id(node)])
     return found
 
 
-def _run_without_gc(*args: Any) -> dict[int, tuple[Tensor, Any]]:
+def _shape_of(node, i: int, pg) -> tuple:
+    """The shape input i of ``node`` had."""
+    return node._shapes[i] if i < len(node._shapes) else pg.shape
+
+
+def _run_without_gc(*args: Any) -> dict[int, tuple[Any, Any]]:
     """``_run`` with Python's cycle collector paused.
 
     The graph holds no reference cycles and the walk makes none, so the collector
@@ -229,14 +279,28 @@ def _run_without_gc(*args: Any) -> dict[int, tuple[Tensor, Any]]:
 
 
 def backward(root: Tensor, grad: Any = None, retain_graph: bool = False) -> None:
-    """``root.backward()``: add dL/dleaf into ``.grad`` of every leaf that requires grad."""
+    """``root.backward()``: add dL/dleaf into ``.grad`` of every leaf that requires grad.
+
+    Every leaf is checked before any ``.grad`` changes, so an error leaves them all as they were.
+    """
     found = _run_without_gc(root, grad, None, retain_graph, False)
-    handed_out: set[int] = set()
+    updates = []
     for t, g in found.values():
+        g = np.asarray(g)
+        if t.grad is not None and (not isinstance(t.grad, np.ndarray) or t.grad.shape != t.shape):
+            raise RuntimeError(
+                f"backward: the existing .grad of a tensor of shape {t.shape} has shape "
+                f"{np.shape(t.grad)}; it cannot take a gradient of shape {t.shape}. Set .grad to "
+                f"None (zero_grad()) before backward.")
+        updates.append((t, g))
+    handed_out: set[int] = set()
+    for t, g in updates:
         # One array may be the gradient of two tensors (a + b hands g to both),
         # or a view of another; copy so that an in-place update of one .grad
-        # can never change another.
-        if id(g) in handed_out or g.base is not None or not g.flags.writeable:
+        # can never change another. A leaf's .grad keeps the leaf's dtype.
+        if g.dtype != t.dtype:
+            g = g.astype(t.dtype)
+        elif id(g) in handed_out or g.base is not None or not g.flags.writeable:
             g = g.copy()
         handed_out.add(id(g))
         t.grad = g if t.grad is None else t.grad + g
@@ -261,7 +325,8 @@ def grad(output: Tensor, inputs: Tensor | Sequence[Tensor], grad_output: Any = N
     found = _run_without_gc(output, grad_output, inputs, retain_graph, create_graph)
     out = []
     for i, t in enumerate(inputs):
-        g = found.get(id(t), (None, None))[1]
+        e = gradient_edge(t)
+        g = found.get(id(e), (None, None))[1]
         if g is None:
             if not allow_unused:
                 raise RuntimeError(
@@ -271,6 +336,10 @@ def grad(output: Tensor, inputs: Tensor | Sequence[Tensor], grad_output: Any = N
         elif isinstance(g, Tensor):
             out.append(g)
         else:
-            out.append(Tensor._make(g.copy() if g.base is not None or not g.flags.writeable else g,
-                                    False, (), "", None))
+            g = np.asarray(g)
+            if g.dtype != t.dtype:
+                g = g.astype(t.dtype)
+            elif g.base is not None or not g.flags.writeable:
+                g = g.copy()
+            out.append(Tensor._make(g))
     return tuple(out)

@@ -161,6 +161,21 @@ def _getitem(dots, args, out, idx):
     return dots[0][ops._plain_index(idx)]
 
 
+@defjvp(ops.SetItem)
+def _setitem(dots, args, out, idx):
+    """y = a with y[idx] = v.   dy = da with dy[idx] = dv."""
+    da, dv = dots
+    d = np.zeros(out.shape, dtype=out.dtype) if da is None else np.array(da, dtype=out.dtype)
+    d[idx] = 0 if dv is None else dv
+    return d
+
+
+@defjvp(ops.Clone)
+def _clone(dots, args, out):
+    """y = a copied.   dy = da."""
+    return dots[0]
+
+
 @defjvp(ops.ScatterAdd)
 def _scatter_add(dots, args, out, idx, shape):
     """y = zeros(shape) with a added at idx.   dy = zeros(shape) with da added at idx."""
@@ -262,16 +277,24 @@ class _TangentListener:
 
     def __init__(self):
         self._tangents: dict[int, tuple[weakref.ref, np.ndarray, int]] = {}
+        # The same tangent by data buffer: a backward node hands a VJP (create_graph) a
+        # fresh tensor around a value it saved, and that value's tangent must follow it.
+        self._by_data: dict[int, tuple[weakref.ref, np.ndarray, int]] = {}
 
     def set(self, t: Tensor, d: np.ndarray) -> None:
         key = id(t)
         ref = weakref.ref(t, lambda _, k=key, table=self._tangents: table.pop(k, None))
         self._tangents[key] = (ref, d, t._vc[0])
+        dkey = id(t.data)
+        dref = weakref.ref(t.data, lambda _, k=dkey, table=self._by_data: table.pop(k, None))
+        self._by_data[dkey] = (dref, d, t._vc[0])
 
     def get(self, t: Tensor) -> np.ndarray | None:
         entry = self._tangents.get(id(t))
         if entry is None or entry[0]() is not t:
-            return None
+            entry = self._by_data.get(id(t.data))
+            if entry is None or entry[0]() is not t.data:
+                return None
         _, d, version = entry
         if t._vc[0] != version:
             raise RuntimeError(
@@ -300,7 +323,7 @@ class _TangentListener:
 
 def _as_primal(x: Any, i: int) -> Tensor:
     if isinstance(x, Tensor):
-        return x.detach()  # same numbers; a fresh node so that tangents are keyed to it alone
+        return Tensor._make(x.data.copy())  # a buffer of its own: tangents are keyed to it alone
     try:
         return Tensor(x)
     except TypeError as e:

@@ -18,19 +18,26 @@ from __future__ import annotations
 
 import contextlib
 import os
+import threading
 import traceback
+import weakref
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
-__all__ = ["AnomalyError", "Context", "Function", "no_grad", "enable_grad",
+__all__ = ["AnomalyError", "AccumulateGrad", "Context", "Function", "gradient_edge", "no_grad", "enable_grad",
            "is_grad_enabled", "detect_anomaly", "is_anomaly_enabled"]
 
 
-class _State:
-    grad_enabled = True
-    anomaly = False
-    hooks: tuple = ()  # callables(event, fn, inputs, output, attrs): see minigrad.hooks
+class _State(threading.local):
+    """Grad mode, anomaly mode and hooks: one set per thread, as PyTorch's grad mode is."""
+
+    def __init__(self) -> None:
+        self.grad_enabled = True
+        self.anomaly = False
+        self.hooks: tuple = ()  # callables(event, fn, inputs, output, attrs): see minigrad.hooks
+        self.reuse = None       # an iterator of kept outputs, during a selective recomputation
 
 
 _state = _State()
@@ -111,27 +118,50 @@ def _user_frame() -> str:
     return _format_frame(_user_frame_summary())
 
 
+def _dead() -> None:
+    """A reference that leads nowhere: a value that no longer exists as a tensor."""
+    return None
+
+
 class Context:
-    """What one op call keeps for its backward pass (PyTorch's ``grad_fn``).
+    """One backward node of the graph (PyTorch's ``grad_fn``): what one op call keeps.
+
+    A tensor made by an op keeps its node, and the node keeps only what the op's
+    backward needs. It does *not* keep the op's input tensors or its output:
+    a value that no node saved is freed as soon as user code drops it.
 
     Fields:
-        fn: the Function subclass that made the output.
+        fn: the Function subclass that made the output (``fn.name`` is the op's name).
         saved: the arrays kept by ``save_for_backward``; ``None`` once released.
-        needs_input_grad: one bool per input, so a VJP can skip work nobody needs.
-        versions: the inputs' version counters at save time (in-place detection).
-    Ops may also put small attributes on the ctx (an axis, a mask, a target).
+        needs_input_grad: one bool per input, so an op saves, and its VJP computes,
+            only what some input needs.
+        parents: the graph's edges, one per input in operand order: the input's own
+            node (its ``grad_fn``, or the :class:`AccumulateGrad` of a leaf that
+            requires grad), or ``None`` for an input that needs no gradient.
+            PyTorch calls these ``next_functions``.
+        versions: for each saved array that is an input's (or the output's) data,
+            ``(version counter, version at save time, which)``, to catch an in-place
+            change before backward reads it.
+    Ops may also put small attributes on the node (an axis, a shape, an index).
     """
 
-    # The fixed fields live in slots (one ctx is made per op call); an op's own
+    # The fixed fields live in slots (one node is made per op call); an op's own
     # attributes go to __dict__, so ``vars(ctx)`` holds exactly those.
-    __slots__ = ("fn", "saved", "needs_input_grad", "versions", "created_at", "created_frame", "__dict__",
-                 "__weakref__")
+    __slots__ = ("fn", "saved", "needs_input_grad", "parents", "versions", "roles", "_inputs", "_shapes", "_out",
+                 "_retain", "_freed_by", "created_at", "created_frame", "__dict__", "__weakref__")
 
     def __init__(self, fn: type[Function], needs_input_grad: tuple[bool, ...]):
         self.fn = fn
         self.saved: tuple | None = ()
         self.needs_input_grad = needs_input_grad
-        self.versions: tuple[int, ...] = ()
+        self.parents: tuple = ()
+        self.versions: tuple = ()
+        self.roles: tuple = ()       # per saved value: input index, -1 (the output) or None (new)
+        self._inputs: tuple = ()     # weak references to the input tensors (for t.parents, drawing)
+        self._shapes: tuple = ()     # the inputs' shapes (to check what a VJP returns)
+        self._out = _dead            # weak reference to the output tensor
+        self._retain = False         # the output asked for retain_grad()
+        self._freed_by: str | None = None
         self.created_at: str | None = None        # 'file:line in fn' (anomaly mode only)
         self.created_frame: traceback.FrameSummary | None = None
 
@@ -139,28 +169,51 @@ class Context:
     def name(self) -> str:
         return self.fn.name
 
+    @property
+    def next_functions(self) -> tuple:
+        """PyTorch's spelling of :attr:`parents`: ``((node, 0), ...)``."""
+        return tuple((p, 0) for p in self.parents)
+
+    @property
+    def output(self):
+        """The tensor this node made, if Python still holds it (else None)."""
+        return self._out()
+
+    @property
+    def inputs(self) -> tuple:
+        """The input tensors, each if Python still holds it (else None)."""
+        return tuple(r() for r in self._inputs)
+
     def save_for_backward(self, *values: Any) -> None:
-        """Keep these arrays until backward has used them."""
+        """Keep these arrays until backward has used them (``None`` entries keep nothing)."""
         self.saved = values
 
     @property
     def released(self) -> bool:
         return self.saved is None
 
-    def saved_nbytes(self) -> int:
-        """Bytes held by the saved arrays (and array attributes) of this node."""
-        total = 0
-        for v in (self.saved or ()):
-            if isinstance(v, np.ndarray):
-                total += v.nbytes
-        for k, v in vars(self).items():
-            if k != "saved":
-                total += sum(a.nbytes for a in _arrays(v))
-        return total
+    def arrays(self) -> list[np.ndarray]:
+        """Every array this node keeps for backward: saved values and array attributes.
 
-    def release(self) -> None:
-        """Drop everything kept for backward; a second backward then fails clearly."""
+        The one list that release, ``saved_nbytes``, ``minigrad.inspect`` and the
+        memory profiler all read.
+        """
+        out = [v for v in (self.saved or ()) if isinstance(v, np.ndarray)]
+        for v in vars(self).values():
+            out += _arrays(v)
+        return out
+
+    def saved_nbytes(self) -> int:
+        """Bytes held by the arrays of this node (each array once)."""
+        seen: dict[int, int] = {}
+        for a in self.arrays():
+            seen[id(a)] = a.nbytes
+        return sum(seen.values())
+
+    def release(self, reason: str | None = None) -> None:
+        """Drop everything kept for backward; a later backward then fails clearly."""
         self.saved = None
+        self._freed_by = reason
         attrs = vars(self)
         for k, v in attrs.items():
             if _arrays(v):
@@ -170,8 +223,73 @@ class Context:
         return f"<{self.fn.__name__}Backward>"
 
 
+class _AccumulateGradFn:
+    """What an :class:`AccumulateGrad` node stands for (it runs no VJP)."""
+
+    __name__ = "AccumulateGrad"
+    name = "accumulate_grad"
+
+
+class AccumulateGrad:
+    """The node through which the graph reaches a leaf that requires grad.
+
+    It holds the leaf (``variable``); the gradient that arrives here is added into
+    ``variable.grad`` once the whole backward pass has succeeded. The leaf refers to
+    it only weakly, so a graph that is dropped takes its accumulator with it.
+    """
+
+    __slots__ = ("variable", "__weakref__")
+    fn = _AccumulateGradFn
+    name = _AccumulateGradFn.name
+    parents: tuple = ()
+    saved: tuple = ()
+    versions: tuple = ()
+    needs_input_grad: tuple = ()
+    released = False
+    _retain = False
+    _freed_by = None
+
+    def __init__(self, variable):
+        self.variable = variable
+
+    @property
+    def next_functions(self) -> tuple:
+        return ()
+
+    @property
+    def output(self):
+        return self.variable
+
+    @property
+    def inputs(self) -> tuple:
+        return ()
+
+    def arrays(self) -> list:
+        return []
+
+    def saved_nbytes(self) -> int:
+        return 0
+
+    def __repr__(self) -> str:
+        return "<AccumulateGrad>"
+
+
+def gradient_edge(t) -> Context | AccumulateGrad | None:
+    """The node a gradient for ``t`` flows into: its ``grad_fn``, its leaf accumulator, or None."""
+    f = t.grad_fn
+    if f is not None:
+        return f
+    if not t.requires_grad:
+        return None
+    acc = t._acc()
+    if acc is None:
+        acc = AccumulateGrad(t)
+        t._acc = weakref.ref(acc)
+    return acc
+
+
 def _arrays(v: Any) -> list[np.ndarray]:
-    """The arrays in a ctx attribute: the attribute itself, or inside a tuple (an index)."""
+    """The arrays in a node attribute: the attribute itself, or inside a tuple (an index)."""
     if isinstance(v, np.ndarray):
         return [v]
     if isinstance(v, tuple):
@@ -195,6 +313,16 @@ class Function:
         raise NotImplementedError
 
     @classmethod
+    def forward_kept(cls, ctx: Context, out: np.ndarray, *arrays: np.ndarray, **attrs: Any) -> np.ndarray:
+        """Record this op when its output ``out`` is already known (selective recomputation).
+
+        It must save what ``forward`` would save. By default it simply runs ``forward``;
+        an op whose output is expensive (matmul) saves without computing.
+        """
+        cls.forward(ctx, *arrays, **attrs)
+        return out
+
+    @classmethod
     def apply(cls, *inputs: Any, **attrs: Any):
         # Every op call passes through here, so it is written for speed: one
         # plain loop, locals, no generator expressions, the common case first.
@@ -203,37 +331,76 @@ class Function:
             if not isinstance(t, Tensor):  # numbers and arrays become constant leaves
                 tensors = _wrap_constants(inputs)
                 break
-        needs, arrays, versions = [], [], []
-        for t in tensors:
-            needs.append(t.requires_grad)
-            arrays.append(t.data)
-            versions.append(t._vc[0])
         state = _state
-        record = state.grad_enabled and True in needs
-        ctx = Context(cls, tuple(needs) if record else ())
-        data = cls.forward(ctx, *arrays, **attrs)
+        record = False
+        if state.grad_enabled:
+            for t in tensors:
+                if t.requires_grad:
+                    record = True
+                    break
+        arrays = [t.data for t in tensors]
+        if record:
+            ctx = Context(cls, tuple([t.requires_grad for t in tensors]))
+        else:
+            ctx = Context(cls, (False,) * len(tensors))
+        event = "forward"
+        kept = next(state.reuse, None) if state.reuse is not None else None
+        if kept is None:
+            data = cls.forward(ctx, *arrays, **attrs)
+        else:
+            data, event = cls.forward_kept(ctx, kept, *arrays, **attrs), "reused"
         if type(data) is not np.ndarray:  # NumPy reductions return scalars
             raw, data = data, np.asarray(data)
-            if ctx.saved:  # a saved output must stay the output itself (create_graph needs it)
+            if ctx.saved:  # a saved output must stay the output itself
                 ctx.saved = tuple(data if v is raw else v for v in ctx.saved)
-        if not record:
-            out = Tensor._make(data, False, (), "", None)
-        else:
-            out = Tensor._make(data, True, tensors, cls.name, ctx)
-        if cls.is_view or (cls.may_be_view and np.may_share_memory(data, tensors[0].data)):
+        out = Tensor._make(data, record, ctx if record else None)
+        if cls.is_view or (cls.may_be_view and np.may_share_memory(data, arrays[0])):
             out._vc = tensors[0]._vc  # an in-place change of either is seen by both
-        if record and ctx.saved:  # version stamps, to catch a later in-place change
-            versions.append(out._vc[0])
-            ctx.versions = tuple(versions)
+        if record:
+            _link(ctx, tensors, arrays, out)
         if state.hooks:  # observers: trace, jvp, the memory profiler, count_ops
             for hook in state.hooks:
-                hook("forward", cls, tensors, out, attrs)
+                hook(event, cls, tensors, out, attrs)
         if state.anomaly:
             _check_forward(cls.name, data)
             if record:
                 ctx.created_frame = _user_frame_summary()
                 ctx.created_at = _format_frame(ctx.created_frame)
         return out
+
+
+def _link(ctx: Context, tensors: Sequence, arrays: list, out) -> None:
+    """Give a recorded node its edges, its weak references, and its version stamps."""
+    edges = []
+    for t in tensors:
+        if not t.requires_grad:
+            edges.append(None)
+        elif t.grad_fn is not None:
+            edges.append(t.grad_fn)
+        else:
+            edges.append(gradient_edge(t))
+    ctx.parents = tuple(edges)
+    ctx._inputs = tuple([weakref.ref(t) for t in tensors])
+    ctx._shapes = tuple([a.shape for a in arrays])
+    ctx._out = weakref.ref(out)
+    saved = ctx.saved
+    if saved:
+        roles, versions = [], []
+        for v in saved:
+            role = None
+            if v is out.data:
+                role = -1
+                versions.append((out._vc, out._vc[0], -1))
+            else:
+                for i, a in enumerate(arrays):
+                    if v is a:
+                        role = i
+                        vc = tensors[i]._vc
+                        versions.append((vc, vc[0], i))
+                        break
+            roles.append(role)
+        ctx.roles = tuple(roles)
+        ctx.versions = tuple(versions)
 
 
 def _wrap_constants(inputs: tuple) -> tuple:

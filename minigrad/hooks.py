@@ -3,14 +3,20 @@
 A hook is a callable ``hook(event, fn, inputs, output, attrs)``:
 
 * ``event`` is ``"forward"`` after ``Function.apply`` has computed an output
-  (recorded or not, so ops under ``no_grad`` are seen too), ``"backward"``
-  after the engine has run a node's VJP and passed its gradients on, and
-  ``"read"`` when Python takes a value out of the graph (``item()``,
+  (recorded or not, so ops under ``no_grad`` are seen too); ``"reused"`` when
+  a selective recomputation took an op's kept output instead of computing it
+  (see ``minigrad.checkpoint``'s ``policy``); ``"backward"`` after the engine
+  has run a node's VJP, before it frees the node and passes the gradients on;
+  ``"accumulate"`` when a leaf's gradient is complete (it reaches ``.grad``
+  once the whole pass has succeeded); and ``"read"`` when Python takes a value out of the graph (``item()``,
   ``numpy()``; then ``fn`` and ``output`` are None and ``inputs`` holds the tensor);
 * ``fn`` is the op's Function class (``fn.name`` is its name);
-* ``inputs`` are the op's input Tensors and ``output`` its output Tensor (for
-  ``"backward"``, the node just processed and its parents);
-* ``attrs`` are the op's keyword arguments (an axis, a shape, a target).
+* for ``"forward"`` and ``"reused"``, ``inputs`` are the op's input Tensors,
+  ``output`` its output Tensor and ``attrs`` the op's keyword arguments (an
+  axis, a shape, a target); for ``"backward"`` and ``"accumulate"``, ``inputs`` are the gradients
+  the VJP returned (one per input, None where none), ``output`` is the node
+  itself (``node.parents`` are the nodes they go to) and ``attrs`` is
+  ``{"grad": g}``, the gradient the node received.
 
 This is the one way to watch the engine. ``minigrad.trace`` records a static
 graph through it, ``minigrad.jvp`` computes tangents beside the values with it,
@@ -47,8 +53,9 @@ def op_hook(hook: Callable) -> Iterator[Callable]:
 class OpCounter:
     """Op evaluations seen inside :func:`count_ops`, by op name.
 
-    ``forward`` counts calls of ``Function.apply`` (every evaluation of an op's
-    forward, including recomputation); ``backward`` counts VJPs run by the engine.
+    ``forward`` counts evaluations of an op's forward (including recomputation;
+    an output reused by a selective recomputation is not counted); ``backward``
+    counts VJPs run by the engine.
     """
 
     def __init__(self) -> None:

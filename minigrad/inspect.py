@@ -1,16 +1,18 @@
 """What a graph keeps for its backward pass, measured array by array.
 
-Every recorded op has a ctx (its ``grad_fn``) holding what its VJP will need:
-``ctx.saved`` plus a few array attributes such as an index. This module reads
-those values without changing anything, and says for each one
+Every recorded op has a backward node (its ``grad_fn``) holding what its VJP
+will need: ``node.saved`` plus a few array attributes such as an index, all
+listed by ``node.arrays()``. This module reads those values without changing
+anything, and says for each one
 
 * its *role* for the op: ``"input i"`` (the very array of input i),
   ``"output"`` (the op's own result), ``"new"`` (an array made only for
   backward, such as relu's boolean mask) or ``"ctx.<name>"`` (an attribute);
 * its *kind*, i.e. whose memory it is: ``"parameter"`` (a leaf that requires
-  grad), ``"input"`` (a leaf that does not: the data, constants),
+  grad), ``"input"`` (a value that needs no gradient: the data, constants),
   ``"activation"`` (the result of a recorded op) or ``"extra"`` (memory that
-  exists only because backward will need it).
+  exists only because backward will need it). A buffer has one kind: if it is
+  a parameter (or an input) anywhere in the graph, it is that everywhere.
 
 Counting per op overstates the total, because one array is often saved by
 several ops (a matmul and the next op both keep the same activation), and a
@@ -26,7 +28,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .engine import topological_order
-from .function import _arrays
+from .function import AccumulateGrad, _arrays
 from .tensor import Tensor
 
 __all__ = ["SavedArray", "SavedRow", "saved_values", "saved_memory", "format_saved", "KINDS"]
@@ -47,7 +49,7 @@ class SavedArray:
 
 @dataclass(frozen=True)
 class SavedRow:
-    """One recorded op: its tensor's topological index (``t<index>`` in draw_graph) and what it keeps."""
+    """One recorded op: its node's topological index (``op<index>`` in draw_graph) and what it keeps."""
 
     index: int
     op: str
@@ -67,54 +69,66 @@ def _owner(a: np.ndarray) -> np.ndarray:
     return a
 
 
-def _kind_of(t: Tensor) -> str:
-    if t.grad_fn is not None:
+def _kind(node, role) -> str:
+    """Whose memory a saved value is: decided by where the node's edge for it leads."""
+    if role is None:
+        return "extra"
+    if role == -1:
         return "activation"
-    return "parameter" if t.requires_grad else "input"
+    edge = node.parents[role]
+    if isinstance(edge, AccumulateGrad):
+        return "parameter"
+    return "input" if edge is None else "activation"
 
 
-def _owners(order: list[Tensor]) -> dict[int, str]:
-    """{id(owner buffer): kind} for every tensor of the graph; the first tensor to use a buffer names it."""
+def _node_items(node) -> list[tuple[str, str, np.ndarray]]:
+    """(role, kind, array) for every array ``node`` keeps, in the order ``node.arrays()`` lists them."""
+    items = []
+    roles = node.roles or (None,) * len(node.saved or ())
+    for v, r in zip(node.saved or (), roles):
+        if isinstance(v, np.ndarray):
+            role = "new" if r is None else ("output" if r == -1 else f"input {r}")
+            items.append((role, _kind(node, r), v))
+    for name, value in vars(node).items():
+        arrays = _arrays(value)
+        for k, arr in enumerate(arrays):
+            label = f"ctx.{name}" if isinstance(value, np.ndarray) else f"ctx.{name}[{k}]"
+            items.append((label, "extra", arr))
+    return items
+
+
+def _buffer_kinds(order: list) -> dict[int, str]:
+    """{id(owner buffer): kind}: a buffer that is a parameter or an input somewhere is that."""
     kinds: dict[int, str] = {}
-    for t in order:
-        kinds.setdefault(id(_owner(t.data)), _kind_of(t))
+    rank = {k: i for i, k in enumerate(KINDS)}
+    for node in order:
+        if isinstance(node, AccumulateGrad):
+            kinds[id(_owner(node.variable.data))] = "parameter"
+            continue
+        for _, kind, a in _node_items(node):
+            key = id(_owner(a))
+            if key not in kinds or rank[kind] < rank[kinds[key]]:
+                kinds[key] = kind
     return kinds
 
 
-def saved_values(root: Tensor) -> list[SavedRow]:
-    """One row per recorded op in ``root``'s graph, in topological order: what its ctx keeps.
+def saved_values(root) -> list[SavedRow]:
+    """One row per recorded op in ``root``'s graph, in topological order: what its node keeps.
 
+    ``index`` is the node's topological index (``op<index>`` in ``draw_graph``).
     After a backward pass without ``retain_graph`` every row is empty and
     ``released`` is True.
     """
     order = topological_order(root)
-    kinds = _owners(order)
+    kinds = _buffer_kinds(order)
     rows = []
-    for i, t in enumerate(order):
-        ctx = t.grad_fn
-        if ctx is None:
+    for i, node in enumerate(order):
+        if isinstance(node, AccumulateGrad):
             continue
-        items = []
-        for v in ctx.saved or ():
-            if not isinstance(v, np.ndarray):
-                continue
-            role = "new"
-            if v is t.data:
-                role = "output"
-            else:
-                for j, p in enumerate(t.parents):
-                    if v is p.data:
-                        role = f"input {j}"
-                        break
-            items.append(_item(role, v, kinds))
-        for name, value in vars(ctx).items():
-            if name == "saved":
-                continue
-            arrays = _arrays(value)
-            for k, a in enumerate(arrays):
-                label = f"ctx.{name}" if isinstance(value, np.ndarray) else f"ctx.{name}[{k}]"
-                items.append(_item(label, a, kinds))
-        rows.append(SavedRow(i, t.op, tuple(t.shape), tuple(items), ctx.released))
+        items = [_item(role, a, kinds) for role, _, a in _node_items(node)]
+        t = node.output
+        shape = tuple(t.shape) if t is not None else ()
+        rows.append(SavedRow(i, node.name, shape, tuple(items), node.released))
     return rows
 
 
@@ -123,26 +137,21 @@ def _item(role: str, a: np.ndarray, kinds: dict[int, str]) -> SavedArray:
     return SavedArray(role, kind, tuple(a.shape), str(a.dtype), int(a.nbytes))
 
 
-def saved_memory(root: Tensor) -> dict[str, int]:
+def saved_memory(root) -> dict[str, int]:
     """Bytes kept for backward by ``root``'s graph, each buffer counted once, by kind.
 
     Returns ``{"parameter": ..., "input": ..., "activation": ..., "extra": ...,
-    "total": ...}``. The memory that training needs on top of inference is
-    ``activation + extra`` (parameters and the input batch exist either way).
+    "total": ...}``. What training needs on top of inference is ``activation +
+    extra`` (parameters and the input batch exist either way); a parameter is
+    never counted as an activation. This is the accounting the memory
+    profiler's "saved activations" uses too: ``node.arrays()``, each buffer once.
     """
     order = topological_order(root)
-    kinds = _owners(order)
+    kinds = _buffer_kinds(order)
     seen: dict[int, np.ndarray] = {}
-    for t in order:
-        ctx = t.grad_fn
-        if ctx is None:
-            continue
-        values = [v for v in ctx.saved or () if isinstance(v, np.ndarray)]
-        for name, value in vars(ctx).items():
-            if name != "saved":
-                values += _arrays(value)
-        for v in values:
-            seen.setdefault(id(_owner(v)), _owner(v))
+    for node in order:
+        for a in node.arrays():
+            seen.setdefault(id(_owner(a)), _owner(a))
     out = dict.fromkeys(KINDS, 0)
     for key, buf in seen.items():
         out[kinds.get(key, "extra")] += int(buf.nbytes)
@@ -160,7 +169,7 @@ def format_saved(rows: list[SavedRow]) -> str:
     lines = []
     for r in rows:
         what = ", ".join(describe(s) for s in r.saved) or ("(released)" if r.released else "nothing")
-        lines.append((f"t{r.index}", r.op, str(r.shape), what, f"{r.nbytes:,}"))
+        lines.append((f"op{r.index}", r.op, str(r.shape), what, f"{r.nbytes:,}"))
     head = ("node", "op", "output", "saved for backward", "bytes")
     widths = [max(len(x[c]) for x in [head, *lines]) for c in range(5)]
     fmt = "  ".join(f"{{:{'>' if c == 4 else '<'}{w}}}" for c, w in enumerate(widths))

@@ -24,12 +24,18 @@ and at the end of every phase. Each sample holds:
   parameters          ``p.data`` of the parameters
   gradients           ``p.grad`` of the parameters
   optimizer state     the arrays in ``optimizer.state`` (Adam's m and v)
-  saved activations   ``ctx.saved`` of graph nodes not yet released
-  graph outputs       the data of recorded tensors still reachable (a minigrad
-                      tensor keeps its parents, so the graph holds every
-                      output until the loss is dropped; PyTorch's does not)
+  saved activations   what graph nodes keep for backward (``node.arrays()``:
+                      saved values and array attributes), not yet released;
+                      an input batch that a node saved counts here, as the
+                      activation it has become
+  graph outputs       the data of recorded tensors that Python still holds
+                      but no node saved (as in PyTorch, the graph itself
+                      keeps no output alive: a name in user code does)
+  inputs              arrays made before the profiler started that an op of
+                      the step read (the input batch, constants), not counted
+                      above
   temporaries         the rest: total minus everything above (intermediate
-                      gradients, the input batch, scratch arrays)
+                      gradients, scratch arrays)
   ==================  ====================================================
 
   Views count toward the array that owns the memory. By construction the
@@ -44,7 +50,8 @@ Usage::
             loss.backward()
         with prof.phase("optimizer step"):
             optimizer.step()
-    prof.timeline.peak("backward"), prof.timeline.plot()
+    prof.timeline.peak("backward")
+    minigrad.viz.plot_memory_timeline(prof.timeline)
 
 Sampling after every op takes a snapshot each time, which costs time in
 proportion to the number of live allocations; pass ``every_op=False`` to sample
@@ -71,7 +78,7 @@ __all__ = ["DOMAIN", "CATEGORIES", "MemoryProfiler", "Sample", "Timeline", "nump
 
 DOMAIN: int = np.lib.tracemalloc_domain
 CATEGORIES = ("parameters", "gradients", "optimizer state", "saved activations", "graph outputs",
-              "temporaries")
+              "inputs", "temporaries")
 MiB = 2 ** 20
 
 
@@ -149,11 +156,6 @@ class Timeline:
         """The sample taken when ``phase`` ended."""
         return self.samples[self._span(phase)[1]]
 
-    def plot(self, **kwargs):
-        """Stacked-area chart by category (see ``minigrad.viz.plot_memory_timeline``)."""
-        from .viz.memory import plot_memory_timeline
-        return plot_memory_timeline(self, **kwargs)
-
     def __repr__(self) -> str:
         parts = ", ".join(f"{name} peak {self.peak(name) / MiB:.2f} MiB" for name, _, _ in self.phases)
         return f"Timeline({len(self.samples)} samples; {parts})"
@@ -197,6 +199,7 @@ class MemoryProfiler:
         self._active = False
         self._nodes: weakref.WeakSet = weakref.WeakSet()
         self._pre: dict[int, tuple[weakref.ref, int]] = {}
+        self._inputs: set[int] = set()
 
     # ------------------------------------------------------------ set-up
     def _model_arrays(self) -> Iterator[tuple[str, np.ndarray]]:
@@ -276,9 +279,17 @@ class MemoryProfiler:
     def _on_op(self, event, fn, inputs, output, attrs) -> None:
         if event == "read":
             return
-        if output.grad_fn is not None:
-            self._nodes.add(output)
-        if self.every_op:
+        if event in ("forward", "reused"):
+            node = output.grad_fn
+            if node is not None:
+                self._nodes.add(node)
+            for t in inputs:  # an array from before tracing began (the batch): count it by size
+                o = _owner(t.data)
+                if o is not None and id(o) not in self._pre and \
+                        tracemalloc.get_object_traceback(o) is None:
+                    self._pre[id(o)] = (weakref.ref(o), o.nbytes)
+                    self._inputs.add(id(o))
+        if self.every_op and event != "accumulate":
             self._sample(event, fn.name)
 
     def _pre_bytes(self) -> int:
@@ -306,18 +317,18 @@ class MemoryProfiler:
         for cat, a in self._model_arrays():
             add(cat, a)
         nodes = list(self._nodes)
-        for t in nodes:
-            ctx = t.grad_fn
-            if ctx is None or ctx.saved is None:
-                continue
-            for v in ctx.saved:
+        for node in nodes:
+            for v in node.arrays():
                 add("saved activations", v)
-            for k, v in vars(ctx).items():
-                if k != "saved" and isinstance(v, np.ndarray):
-                    add("saved activations", v)
-        for t in nodes:
-            if t.grad_fn is not None:
+        for node in nodes:
+            t = node.output
+            if t is not None:
                 add("graph outputs", t.data)
+        for key in self._inputs:
+            ref, _ = self._pre[key]
+            o = ref()
+            if o is not None:
+                add("inputs", o)
         out["temporaries"] = total - sum(out.values())
         return out
 

@@ -31,6 +31,11 @@ def _exp(v):
     return v.exp() if isinstance(v, Tensor) else np.exp(v)
 
 
+def _positive(v) -> np.ndarray:
+    """The mask v > 0 as an array (a constant, also when v is a Tensor)."""
+    return (v.data if isinstance(v, Tensor) else v) > 0
+
+
 def sum_to(g, shape: tuple):
     """Undo broadcasting: sum ``g`` down to ``shape`` (the one 'unbroadcast' helper).
 
@@ -86,6 +91,7 @@ class Add(Function):
     """y = a + b (broadcasting).   VJP: da = sum_to(g, a.shape), db = sum_to(g, b.shape)."""
 
     name = "add"
+    inplace = staticmethod(lambda a, b: np.add(a, b, out=a, casting="unsafe"))  # add_
 
     @staticmethod
     def forward(ctx: Context, a, b):
@@ -104,6 +110,7 @@ class Sub(Function):
     """y = a - b (broadcasting).   VJP: da = sum_to(g), db = -sum_to(g)."""
 
     name = "sub"
+    inplace = staticmethod(lambda a, b: np.subtract(a, b, out=a, casting="unsafe"))  # sub_
 
     @staticmethod
     def forward(ctx, a, b):
@@ -119,39 +126,50 @@ class Sub(Function):
 
 
 class Mul(Function):
-    """y = a * b (broadcasting).   VJP: da = sum_to(g * b), db = sum_to(g * a)."""
+    """y = a * b (broadcasting).   VJP: da = sum_to(g * b), db = sum_to(g * a).
+
+    Saves b only if a needs a gradient, and a only if b does.
+    """
 
     name = "mul"
+    inplace = staticmethod(lambda a, b: np.multiply(a, b, out=a, casting="unsafe"))  # mul_
 
     @staticmethod
     def forward(ctx, a, b):
-        ctx.save_for_backward(a, b)
+        need_a, need_b = ctx.needs_input_grad
+        ctx.save_for_backward(a if need_b else None, b if need_a else None)  # only what a VJP reads
+        ctx.shapes = (a.shape, b.shape)
         return _binary("mul", np.multiply, a, b)
 
     @staticmethod
     def backward(ctx, g):
         a, b = ctx.saved
         need_a, need_b = ctx.needs_input_grad
-        return (sum_to(g * b, a.shape) if need_a else None,
-                sum_to(g * a, b.shape) if need_b else None)
+        sa, sb = ctx.shapes
+        return (sum_to(g * b, sa) if need_a else None,
+                sum_to(g * a, sb) if need_b else None)
 
 
 class Div(Function):
     """y = a / b (broadcasting).   VJP: da = sum_to(g / b), db = sum_to(-g * a / b**2)."""
 
     name = "div"
+    inplace = staticmethod(lambda a, b: np.divide(a, b, out=a, casting="unsafe"))  # div_
 
     @staticmethod
     def forward(ctx, a, b):
-        ctx.save_for_backward(a, b)
+        need_a, need_b = ctx.needs_input_grad
+        ctx.save_for_backward(a if need_b else None, b)  # da reads b; db reads a and b
+        ctx.shapes = (a.shape, b.shape)
         return _binary("div", np.divide, a, b)
 
     @staticmethod
     def backward(ctx, g):
         a, b = ctx.saved
         need_a, need_b = ctx.needs_input_grad
-        return (sum_to(g / b, a.shape) if need_a else None,
-                sum_to(-g * a / (b * b), b.shape) if need_b else None)
+        sa, sb = ctx.shapes
+        return (sum_to(g / b, sa) if need_a else None,
+                sum_to(-g * a / (b * b), sb) if need_b else None)
 
 
 class Neg(Function):
@@ -192,6 +210,8 @@ class MatMul(Function):
     VJP: dA = dC @ B.T   (N, M) @ (M, D) -> (N, D)
          dB = A.T @ dC   (D, N) @ (N, M) -> (D, M)
     Each entry C[n, m] = sum_d A[n, d] B[d, m], so dL/dA[n, d] = sum_m dC[n, m] B[d, m].
+
+    Saved: B only if A needs a gradient (dA reads B), A only if B does (dB reads A).
     """
 
     name = "matmul"
@@ -204,8 +224,15 @@ class MatMul(Function):
             raise ValueError(
                 f"matmul: shapes {a.shape} and {b.shape} are not aligned: "
                 f"{a.shape[1]} (dim 1 of A) != {b.shape[0]} (dim 0 of B)")
-        ctx.save_for_backward(a, b)
+        need_a, need_b = ctx.needs_input_grad
+        ctx.save_for_backward(a if need_b else None, b if need_a else None)  # as PyTorch's MmBackward
         return a @ b
+
+    @classmethod
+    def forward_kept(cls, ctx, out, a, b):  # selective recomputation: save, do not multiply again
+        need_a, need_b = ctx.needs_input_grad
+        ctx.save_for_backward(a if need_b else None, b if need_a else None)
+        return out
 
     @staticmethod
     def backward(ctx, g):
@@ -365,6 +392,48 @@ class ScatterAdd(Function):
         return (g[ctx.idx],)
 
 
+class SetItem(Function):
+    """y = a with y[idx] = v (``a[idx] = v`` out of place; in place, ``Tensor.__setitem__``).
+
+    VJP: da = g with g[idx] set to 0 (those entries were overwritten),
+         dv = sum_to(g[idx], v.shape) (v was broadcast into the indexed part).
+    Saves nothing but the index and v's shape.
+    """
+
+    name = "setitem"
+
+    @staticmethod
+    def forward(ctx, a, v, idx):
+        ctx.idx, ctx.v_shape = idx, v.shape
+        out = a.copy()
+        out[idx] = v
+        return out
+
+    @staticmethod
+    def backward(ctx, g):
+        need_a, need_v = ctx.needs_input_grad
+        da = None
+        if need_a:
+            keep = np.ones(g.shape, dtype=bool)
+            keep[ctx.idx] = False
+            da = g * keep
+        return (da, sum_to(g[ctx.idx], ctx.v_shape) if need_v else None)
+
+
+class Clone(Function):
+    """y = a copied into new memory.   VJP: da = g."""
+
+    name = "clone"
+
+    @staticmethod
+    def forward(ctx, a):
+        return a.copy()
+
+    @staticmethod
+    def backward(ctx, g):
+        return (g,)
+
+
 # ----------------------------------------------------------- elementwise
 
 
@@ -402,23 +471,26 @@ class Log(Function):
 
 
 class ReLU(Function):
-    """y = max(a, 0).   VJP: da = g * (a > 0).
+    """y = max(a, 0).   VJP: da = g * (y > 0)   (y > 0 exactly where a > 0).
 
-    Only the boolean mask is kept (1 byte per element). At a == 0 the engine
-    picks the subgradient 0, as PyTorch does.
+    Saved: the output y, as PyTorch's ReluBackward does. In an MLP the next
+    layer's matmul saves that same array for its weight gradient, so ReLU costs
+    no extra memory; a boolean mask (1 byte per element) would be an extra array.
+    At a == 0 the subgradient is 0, as in PyTorch.
     """
 
     name = "relu"
 
     @staticmethod
     def forward(ctx, a):
-        ctx.save_for_backward(a > 0)
-        return np.maximum(a, 0)
+        y = np.maximum(a, 0)
+        ctx.save_for_backward(y)
+        return y
 
     @staticmethod
     def backward(ctx, g):
-        (mask,) = ctx.saved
-        return (g * mask,)
+        (y,) = ctx.saved
+        return (g * _positive(y),)
 
 
 class Sigmoid(Function):
@@ -555,6 +627,9 @@ class CrossEntropyWithLogits(Function):
 
     Fusing softmax with the log never forms p = 0, so logits of any size give
     finite values. VJP: dz = g * (softmax(z) - onehot(y)) / N.
+
+    Saved: the logits z (N x C, the same size as the log-probabilities PyTorch's
+    log_softmax keeps); backward recomputes softmax(z) from them.
     """
 
     name = "cross_entropy_with_logits"
@@ -566,25 +641,23 @@ class CrossEntropyWithLogits(Function):
         n = z.shape[0]
         rows = np.arange(n)
         shifted = z - z.max(axis=1, keepdims=True)  # <= 0, so exp never overflows
-        p = np.exp(shifted)
-        total = p.sum(axis=1, keepdims=True)
-        p /= total                                  # softmax, in place; kept for the VJP
+        total = np.exp(shifted).sum(axis=1, keepdims=True)
         loss = np.log(total).sum() - shifted[rows, t].sum()
-        ctx.save_for_backward(p)
+        ctx.save_for_backward(z)
         ctx.idx = (rows, t)
         return np.asarray(loss / n, dtype=z.dtype)
 
     @staticmethod
     def backward(ctx, g):
-        (p,) = ctx.saved
-        n = p.shape[0]
+        (z,) = ctx.saved
+        n = z.shape[0]
         if isinstance(g, Tensor):
             # Differentiating the gradient itself: p must be a function of the logits.
-            p = ctx.inputs[0].softmax(axis=1)
+            p = z.softmax(axis=1)
             return ((p - _scatter_add(np.ones(n, dtype=g.dtype), ctx.idx, p.shape)) * (g / n),)
-        scale = float(g) / n  # g holds one number: the loss is a scalar
-        d = p * scale  # a new array: p stays intact for a second backward (retain_graph)
-        np.subtract.at(d, ctx.idx, scale)  # the one-hot part: d[i, y_i] -= scale
+        d = np.exp(z - z.max(axis=1, keepdims=True))
+        d *= (float(g) / n) / d.sum(axis=1, keepdims=True)  # g * softmax(z) / N, in a new array
+        np.subtract.at(d, ctx.idx, float(g) / n)            # the one-hot part: d[i, y_i] -= g / N
         return (d,)
 
 
@@ -603,7 +676,8 @@ class LayerNorm(Function):
     Hence every row of dx sums to zero: shifting a row by a constant does not
     change y, so the gradient has no component along (1, ..., 1).
 
-    Saved: y and 1/sigma (one number per row).
+    Saved: the input x, its row means and 1/sigma (one number per row each), as
+    PyTorch's native_layer_norm saves input, mean and rstd.
     """
 
     name = "layer_norm"
@@ -615,24 +689,25 @@ class LayerNorm(Function):
         if not (np.isfinite(eps) and eps > 0):
             raise ValueError(f"layer_norm: eps must be a positive number, got {eps!r}; it keeps "
                              f"1/sqrt(var + eps) finite for a constant row")
-        xc = x - x.mean(axis=-1, keepdims=True)
+        mu = x.mean(axis=-1, keepdims=True)
+        xc = x - mu
         inv_sigma = 1.0 / np.sqrt((xc * xc).mean(axis=-1, keepdims=True) + eps)
-        y = xc * inv_sigma
-        ctx.save_for_backward(y, inv_sigma)
+        ctx.save_for_backward(x, mu, inv_sigma)
         ctx.eps = eps
-        return y
+        return xc * inv_sigma
 
     @staticmethod
     def backward(ctx, g):
         if isinstance(g, Tensor):
             # Differentiating the gradient itself: x_hat and 1/sigma must be
             # functions of x, so rebuild them from the input with Tensor ops.
-            x = ctx.inputs[0]
+            x = ctx.saved[0]
             xc = x - x.mean(axis=-1, keepdims=True)
             inv_sigma = ((xc * xc).mean(axis=-1, keepdims=True) + ctx.eps) ** -0.5
             x_hat = xc * inv_sigma
         else:
-            x_hat, inv_sigma = ctx.saved
+            x, mu, inv_sigma = ctx.saved
+            x_hat = (x - mu) * inv_sigma
         return (inv_sigma * (g - g.mean(axis=-1, keepdims=True)
                              - x_hat * (g * x_hat).mean(axis=-1, keepdims=True)),)
 

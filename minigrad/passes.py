@@ -32,7 +32,7 @@ import numpy as np
 from . import ops
 from .function import Context, Function
 from .tensor import Tensor
-from .trace import Node, StaticGraph
+from .tracing import Node, StaticGraph
 
 __all__ = ["ELEMENTWISE", "FusedElementwise", "Step", "eliminate_dead_code", "fold_constants",
            "eliminate_common_subexpressions", "fuse_elementwise", "optimize", "DEFAULT_PASSES"]
@@ -69,7 +69,7 @@ def fold_constants(graph: StaticGraph) -> StaticGraph:
     nodes: list[Node] = []
     for node in graph.nodes:
         if node.args and all(a in constants for a in node.args):
-            ctx = Context(node.fn, ())
+            ctx = Context(node.fn, (False,) * len(node.args))
             value = node.fn.forward(ctx, *(constants[a] for a in node.args), **node.attrs)
             constants[node.out] = np.asarray(value)
         else:

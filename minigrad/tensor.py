@@ -5,10 +5,17 @@ A Tensor carries the fields of the course's reading:
 * ``data``          -- the numbers, a ``numpy.ndarray`` (float64 unless asked);
 * ``grad``          -- dL/d(this tensor), ``None`` until a backward pass reaches it;
 * ``requires_grad`` -- whether ops should record how this tensor is used;
-* ``parents``       -- the tensors this one was computed from, in operand order;
-* ``op``            -- the name of the op that made it (``""`` for a leaf);
-* ``grad_fn``       -- the op's backward node (its ``ctx``): what it saved and
-  how to turn the output's gradient into its inputs' gradients.
+* ``grad_fn``       -- the backward node of the op that made it (``None`` for a
+  leaf): what the op saved for backward, and edges to its inputs' nodes;
+* ``op``            -- the name of that op (``""`` for a leaf);
+* ``parents``       -- what this tensor was computed from: the op's input tensors
+  that Python still holds, in operand order.
+
+As in PyTorch, a tensor does not keep its inputs alive: the graph is made of
+backward nodes (``grad_fn``), and each node keeps only what its op saved. So an
+intermediate result that no node saved is freed as soon as no Python name refers
+to it, and ``parents`` then leaves it out. The node still knows its edges
+(``t.grad_fn.parents``), which is what ``backward()`` walks.
 
 Every method below is sugar: it calls ``SomeOp.apply`` from ``ops.py``, where
 each op's forward and VJP sit side by side.
@@ -17,6 +24,8 @@ each op's forward and VJP sit side by side.
 from __future__ import annotations
 
 from typing import Any
+
+import weakref
 
 import numpy as np
 
@@ -32,8 +41,8 @@ def _check_numeric(arr: np.ndarray, where: str) -> None:
 
 
 class Tensor:
-    __slots__ = ("data", "grad", "requires_grad", "parents", "op", "grad_fn",
-                 "name", "_vc", "_retains_grad", "__weakref__")
+    __slots__ = ("data", "grad", "requires_grad", "grad_fn", "name", "_vc", "_view", "_acc",
+                 "__weakref__")
 
     # Make NumPy hand `ndarray <op> Tensor` to the Tensor's reflected method.
     __array_ufunc__ = None
@@ -42,35 +51,51 @@ class Tensor:
                  name: str | None = None):
         if isinstance(data, Tensor):
             data = data.data
-        arr = np.asarray(data)
-        _check_numeric(arr, "Tensor")
+        arr = _to_array(data, "Tensor")
         dt = np.dtype(np.float64 if dtype is None else dtype)
         if dt.kind != "f":
             raise TypeError(f"Tensor: dtype must be a floating type, got {dt}")
         self.data = np.array(arr, dtype=dt)  # a Tensor owns its numbers
         self.grad: np.ndarray | None = None
         self.requires_grad = bool(requires_grad)
-        self.parents: tuple[Tensor, ...] = ()
-        self.op = ""
         self.grad_fn = None
         self.name = name
         self._vc = [0]
-        self._retains_grad = False
+        self._view = None   # for a view of another tensor: the shared version when it was made
+        self._acc = _dead   # weak reference to this leaf's AccumulateGrad node
 
     @classmethod
-    def _make(cls, data, requires_grad, parents, op, grad_fn) -> Tensor:
+    def _make(cls, data, requires_grad=False, grad_fn=None) -> Tensor:
         """Fast constructor used by ops: no checks, no copy."""
         t = object.__new__(cls)
         t.data = data
         t.grad = None
         t.requires_grad = requires_grad
-        t.parents = parents
-        t.op = op
         t.grad_fn = grad_fn
         t.name = None
         t._vc = [0]
-        t._retains_grad = False
+        t._view = None
+        t._acc = _dead
         return t
+
+    @property
+    def op(self) -> str:
+        """The name of the op that made this tensor (``""`` for a leaf)."""
+        f = self.grad_fn
+        return f.fn.name if f is not None else ""
+
+    @property
+    def parents(self) -> tuple[Tensor, ...]:
+        """What this tensor was computed from: the op's input tensors still alive, in operand order.
+
+        A leaf has none. An input that no Python name holds any more is left out
+        (the graph does not keep tensors alive; its node keeps only what the op
+        saved). The graph's edges themselves are ``self.grad_fn.parents``.
+        """
+        f = self.grad_fn
+        if f is None:
+            return ()
+        return tuple([t for t in (r() for r in f._inputs) if t is not None])
 
     # ----------------------------------------------------------- inspection
     shape = property(lambda self: self.data.shape)
@@ -120,7 +145,7 @@ class Tensor:
         body = np.array2string(self.data, precision=4, separator=", ", threshold=20,
                                prefix="Tensor(")
         extra = ""
-        if self.op:
+        if self.grad_fn is not None:
             extra += f", op={self.op!r}"
         if self.requires_grad:
             extra += ", requires_grad=True"
@@ -146,15 +171,20 @@ class Tensor:
         self.grad = None
 
     def retain_grad(self) -> Tensor:
-        """Ask backward to keep ``.grad`` on this intermediate tensor too."""
-        self._retains_grad = True
+        """Ask backward to keep ``.grad`` on this intermediate tensor too (a leaf always gets it)."""
+        if self.grad_fn is not None:
+            self.grad_fn._retain = True
         return self
 
     def detach(self) -> Tensor:
         """The same numbers, cut from the graph (shares memory, like PyTorch)."""
-        t = Tensor._make(self.data, False, (), "", None)
+        t = Tensor._make(self.data)
         t._vc = self._vc
         return t
+
+    def clone(self) -> Tensor:
+        """A copy of the numbers that stays in the graph (``da = g``)."""
+        return _ops.Clone.apply(self)
 
     def requires_grad_(self, flag: bool = True) -> Tensor:
         if self.grad_fn is not None and not flag:
@@ -163,55 +193,89 @@ class Tensor:
         return self
 
     # ------------------------------------------------------------- in place
-    def _check_inplace(self, what: str) -> None:
+    # As in PyTorch: under no_grad (or when nothing requires grad) the numbers
+    # change and the version counter goes up. While gradients are recorded, an
+    # in-place op on a tensor of the graph records a node, and the tensor's
+    # history is rebased onto it; a leaf that requires grad refuses.
+    def _inplace(self, what: str, op, value: Any, **attrs: Any) -> Tensor:
+        from .function import _dead as dead
         from .function import is_grad_enabled
-        if self.requires_grad and is_grad_enabled():
-            kind = "a leaf that requires grad" if self.is_leaf else "a tensor that is part of a graph"
-            raise RuntimeError(
-                f"{what}: {kind} (shape {self.shape}) cannot be changed in place while "
-                f"gradients are recorded; wrap the update in `with minigrad.no_grad():` "
-                f"or use the out-of-place op"
-            )
 
-    def _bump(self) -> None:
-        self._vc[0] += 1
-
-    def _inplace(self, what: str, ufunc, other: Any) -> Tensor:
-        """data = ufunc(data, other) written into data, then bump the version counter.
-
-        Checked before anything is written, so a bad call changes nothing.
-        """
-        self._check_inplace(what)
-        value = other.data if isinstance(other, Tensor) else np.asarray(other)
+        value = value if isinstance(value, Tensor) else as_tensor(_to_array(value, what), like=self)
+        if value.data.dtype.kind == "c":
+            raise TypeError(f"{what}: cannot write complex values into a tensor of dtype {self.dtype}")
+        target = self.data if "idx" not in attrs else _index_target(self, what, attrs["idx"])
         try:
-            shape = np.broadcast_shapes(self.shape, value.shape)
+            shape = np.broadcast_shapes(target.shape, value.shape)
         except ValueError:
             shape = None
-        if shape != self.shape:
-            raise ValueError(f"{what}: the operand of shape {value.shape} cannot be broadcast "
-                             f"to the tensor's shape {self.shape} (an in-place op keeps the shape)")
-        ufunc(self.data, value, out=self.data, casting="unsafe")
-        self._bump()
+        if shape != target.shape:
+            if "idx" in attrs:
+                raise ValueError(f"{what}: cannot set index {attrs['idx']!r} of a tensor of shape "
+                                 f"{self.shape} to a value of shape {value.shape}: the indexed part "
+                                 f"has shape {target.shape}")
+            raise ValueError(f"{what}: the operand of shape {value.shape} cannot be broadcast to "
+                             f"the tensor's shape {target.shape} (an in-place op keeps the shape)")
+        recording = is_grad_enabled() and (self.requires_grad or value.requires_grad)
+        if recording and self.grad_fn is None and self.requires_grad:
+            raise RuntimeError(
+                f"{what}: a leaf that requires grad (shape {self.shape}) cannot be changed "
+                f"in place while gradients are recorded; wrap the update in "
+                f"`with minigrad.no_grad():` or use the out-of-place op")
+        if recording and self._view is not None:
+            raise RuntimeError(
+                f"{what}: this tensor (shape {self.shape}) is a view made by '{self.op}' of another "
+                f"tensor; minigrad does not record in-place changes through a view. Change the "
+                f"base tensor out of place, or call clone() on the view first.")
+        if not recording:
+            if "idx" in attrs:
+                self.data[attrs["idx"]] = value.data
+            else:
+                op.inplace(self.data, value.data)
+            self._vc[0] += 1
+            return self
+        new = op.apply(self, value, **attrs)
+        ctx = new.grad_fn
+        if ctx.saved and 0 in ctx.roles:  # the old numbers are about to be overwritten: keep a copy
+            ctx.saved = tuple(v.copy() if r == 0 else v for v, r in zip(ctx.saved, ctx.roles))
+            ctx.roles = tuple(None if r == 0 else r for r in ctx.roles)
+            ctx.versions = tuple(v for v in ctx.versions if v[2] != 0)
+        ctx._inputs = (dead,) + ctx._inputs[1:]  # the old value no longer exists as a tensor
+        np.copyto(self.data, new.data, casting="unsafe")
+        self._vc[0] += 1
+        old = self.grad_fn
+        if old is not None:
+            old._out = dead
+            ctx._retain = old._retain
+        self.grad_fn = ctx
+        self.requires_grad = True
+        ctx._out = weakref.ref(self)
         return self
 
     def add_(self, other: Any) -> Tensor:
-        """In place: data += other. Bumps the version counter."""
-        return self._inplace("add_", np.add, other)
+        """In place: data += other (recorded in a graph, as in PyTorch). Bumps the version counter."""
+        return self._inplace("add_", _ops.Add, other)
+
+    def sub_(self, other: Any) -> Tensor:
+        """In place: data -= other. Bumps the version counter."""
+        return self._inplace("sub_", _ops.Sub, other)
 
     def mul_(self, other: Any) -> Tensor:
         """In place: data *= other. Bumps the version counter."""
-        return self._inplace("mul_", np.multiply, other)
+        return self._inplace("mul_", _ops.Mul, other)
+
+    def div_(self, other: Any) -> Tensor:
+        """In place: data /= other. Bumps the version counter."""
+        return self._inplace("div_", _ops.Div, other)
+
+    __iadd__ = add_
+    __isub__ = sub_
+    __imul__ = mul_
+    __itruediv__ = div_
 
     def __setitem__(self, idx: Any, value: Any) -> None:
-        """In place: data[idx] = value. Bumps the version counter."""
-        self._check_inplace("__setitem__")
-        value = value.data if isinstance(value, Tensor) else value
-        try:
-            self.data[idx] = value
-        except (IndexError, ValueError) as e:
-            raise type(e)(f"__setitem__: cannot set index {idx!r} of a tensor of shape "
-                          f"{self.shape} to a value of shape {np.shape(value)}: {e}") from None
-        self._bump()
+        """In place: data[idx] = value (a number, an array, or a Tensor). Bumps the version counter."""
+        self._inplace("__setitem__", _ops.SetItem, value, idx=_ops._plain_index(idx))
 
     # ------------------------------------------------------------ operators
     def __add__(self, other):
@@ -309,16 +373,39 @@ class Tensor:
         return _ops.CrossEntropyWithLogits.apply(self, target=target)
 
 
+def _dead() -> None:
+    return None
+
+
+def _to_array(data: Any, where: str) -> np.ndarray:
+    """``np.asarray(data)``, or a clear error for ragged lists and non-numbers."""
+    try:
+        arr = np.asarray(data)
+    except ValueError as e:
+        raise ValueError(f"{where}: cannot make an array of {type(data).__name__} ({e}); "
+                         f"nested lists must be rectangular") from None
+    _check_numeric(arr, where)
+    return arr
+
+
+def _index_target(t: Tensor, what: str, idx: Any) -> np.ndarray:
+    try:
+        return t.data[idx]
+    except (IndexError, TypeError) as e:
+        raise IndexError(f"{what}: cannot set index {idx!r} of a tensor of shape {t.shape}: {e}") from None
+
+
 def as_tensor(x: Any, like: Tensor | None = None) -> Tensor:
     """Wrap a number or array as a constant leaf, in ``like``'s float dtype."""
     if isinstance(x, Tensor):
         return x
-    arr = np.asarray(x)
-    _check_numeric(arr, "as_tensor")
+    arr = _to_array(x, "as_tensor")
     dt = like.data.dtype if like is not None else np.float64
     if arr.dtype != dt:
         arr = arr.astype(dt)
-    return Tensor._make(arr, False, (), "", None)
+    elif isinstance(x, np.ndarray):
+        arr = arr.copy()  # an op may save it: a later change of the caller's array must not reach it
+    return Tensor._make(arr)
 
 
 from . import engine as _engine  # noqa: E402  (engine needs Tensor defined first)

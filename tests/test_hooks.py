@@ -16,7 +16,8 @@ def test_hooks_see_forward_ops_and_backward_steps_in_order():
         loss = (x @ w).relu().sum()
         loss.backward()
     assert seen == [("forward", "matmul", 2), ("forward", "relu", 1), ("forward", "sum", 1),
-                    ("backward", "sum", 1), ("backward", "relu", 1), ("backward", "matmul", 2)]
+                    ("backward", "sum", 1), ("backward", "relu", 1), ("backward", "matmul", 2),
+                    ("accumulate", "accumulate_grad", 0), ("accumulate", "accumulate_grad", 0)]
     assert _state.hooks == ()
 
 

@@ -1,8 +1,9 @@
 """Draw a computation graph with Graphviz. Drawing only reads the graph.
 
-Tensors are boxes, ops are ellipses, and edges follow the data (inputs to op,
-op to output). Node names come from the topological index (``t0, t1, ...``),
-never from ``id()``, and parents are walked in operand order, so the DOT source
+The graph drawn is the one the engine walks: backward nodes (ellipses for ops),
+with boxes for the tensors Python still holds. Edges follow the data (inputs to
+op, op to output). Names come from the topological index (``t0, op1, ...``),
+never from ``id()``, and inputs are walked in operand order, so the DOT source
 of a graph is the same on every run and every machine.
 """
 
@@ -17,6 +18,7 @@ import graphviz
 import numpy as np
 
 from ..engine import topological_order
+from ..function import AccumulateGrad, gradient_edge
 from ..tensor import Tensor
 
 __all__ = ["Graph", "GraphvizNotFound", "draw_graph", "tensor_label", "INSTALL_HINT"]
@@ -100,7 +102,7 @@ def tensor_label(t: Tensor, index: int, grad: np.ndarray | None = None,
     return "\n".join(lines)
 
 
-def _kind(t: Tensor, root: Tensor) -> str:
+def _kind(t: Tensor, root: Tensor | None) -> str:
     if t is root:
         return "root"
     if t.grad_fn is None:
@@ -108,63 +110,115 @@ def _kind(t: Tensor, root: Tensor) -> str:
     return "inner"
 
 
-def draw_graph(root: Tensor, show_grads: bool = False, show_data: bool = True,
+def graph_view(root) -> tuple[list, dict[int, int]]:
+    """The nodes ``root`` depends on in topological order, and {id(node): index}."""
+    order = topological_order(root)
+    return order, {id(n): i for i, n in enumerate(order)}
+
+
+def draw_graph(root, show_grads: bool = False, show_data: bool = True,
                max_nodes: int = 60, rankdir: str = "LR",
-               highlight: Iterable[Tensor] = (), done: Iterable[Tensor] = (),
+               highlight: Iterable = (), done: Iterable = (),
                grads: dict[int, np.ndarray] | None = None, title: str | None = None) -> Graph:
-    """A Graphviz drawing of everything ``root`` was computed from.
+    """A Graphviz drawing of the graph of backward nodes behind ``root``.
+
+    Ops are ellipses; tensors are boxes, drawn only while Python still holds them
+    (a value that no name refers to has been freed, and its op's ellipse stands
+    alone). Leaves that require grad are blue, other inputs grey, the root yellow.
+    Box and ellipse names come from the node's topological index (``t3`` is the
+    output of op ``op3``), constants are ``c0, c1, ...`` in order of first use,
+    so the DOT source is the same on every run.
 
     Args:
-        root: the tensor to draw back from (usually the loss).
+        root: the tensor (usually the loss) or node to draw back from.
         show_grads: add each tensor's ``.grad`` (or the entry of ``grads``) to its box.
         show_data: add small values (or the largest magnitude) to each box.
-        max_nodes: at most this many tensors are drawn: those computed last.
+        max_nodes: at most this many nodes are drawn: those computed last.
             The rest are folded into one box that counts what it hides.
         rankdir: "LR" (left to right) or "TB" (top to bottom).
-        highlight, done: tensors to colour as the current / finished node.
-        grads: {topological index: gradient} to show instead of ``.grad`` (a tensor
-            missing from it shows "grad None", whatever its ``.grad``).
+        highlight, done: nodes (or tensors) to colour as the current / finished node.
+        grads: {topological index: gradient} to show instead of ``.grad``.
         title: a caption under the graph.
     """
-    order = topological_order(root)
-    index = {id(t): i for i, t in enumerate(order)}
+    order, index = graph_view(root)
+    root_t = root if isinstance(root, Tensor) else None
     hidden = order[:-max_nodes] if len(order) > max_nodes else []
-    hidden_ids = {id(t) for t in hidden}
-    focus = {id(t) for t in highlight}
-    finished = {id(t) for t in done}
+    hidden_ids = {id(n) for n in hidden}
 
+    def node_ids(items) -> set[int]:
+        out = set()
+        for x in items:
+            e = gradient_edge(x) if isinstance(x, Tensor) else x
+            if e is not None:
+                out.add(id(e))
+        return out
+
+    focus, finished = node_ids(highlight), node_ids(done)
     g = Graph(graph_attr={"rankdir": rankdir, "fontname": "Helvetica", "fontsize": "11"},
               node_attr={"fontname": "Helvetica", "fontsize": "10"},
               edge_attr={"arrowsize": "0.6"})
     if title:
         g.attr(label=title, labelloc="b")
-
     if hidden:
-        ops = Counter(t.op for t in hidden if t.op)
-        summary = ", ".join(f"{op} x{n}" for op, n in sorted(ops.items()))
-        g.node("hidden", f"{len(hidden)} earlier tensors not shown\n({summary or 'leaves'})",
+        ops = Counter(n.name for n in hidden if not isinstance(n, AccumulateGrad))
+        summary = ", ".join(f"{op} x{k}" for op, k in sorted(ops.items()))
+        g.node("hidden", f"{len(hidden)} earlier nodes not shown\n({summary or 'leaves'})",
                shape="note", style="filled", fillcolor="#f4f4f4")
 
-    for t in order:
-        i = index[id(t)]
-        if id(t) in hidden_ids:
+    def fill(node, kind: str) -> str:
+        if id(node) in focus:
+            return PALETTE["focus"]
+        return PALETTE["done"] if id(node) in finished else PALETTE[kind]
+
+    def grad_of(i: int, t: Tensor | None):
+        if grads is not None:
+            return grads.get(i)
+        return t.grad if t is not None else None
+
+    source: dict[int, str] = {}   # id(node) -> the DOT name its value leaves from
+    constants: dict[int, str] = {}
+    for i, node in enumerate(order):
+        if id(node) in hidden_ids:
+            source[id(node)] = "hidden"
             continue
-        fill = PALETTE["focus"] if id(t) in focus else (
-            PALETTE["done"] if id(t) in finished else PALETTE[_kind(t, root)])
-        grad = None if grads is None else grads.get(i)
-        g.node(f"t{i}", tensor_label(t, i, grad, show_grads, show_data,
-                                     fall_back_to_grad=grads is None), shape="box",
-               style="filled,rounded", fillcolor=fill)
-        if t.grad_fn is None:
+        t = node.output
+        if isinstance(node, AccumulateGrad):
+            g.node(f"t{i}", tensor_label(t, i, grad_of(i, t), show_grads, show_data,
+                                         fall_back_to_grad=grads is None),
+                   shape="box", style="filled,rounded", fillcolor=fill(node, _kind(t, root_t)))
+            source[id(node)] = f"t{i}"
             continue
-        g.node(f"op{i}", t.op, shape="ellipse", style="filled", fillcolor=PALETTE["op"])
-        g.edge(f"op{i}", f"t{i}")
+        label = node.name
+        if t is None and show_grads:
+            gi = grad_of(i, None)
+            label += "\n" + ("grad None" if gi is None else f"grad {_fmt(gi)}")
+        g.node(f"op{i}", label, shape="ellipse", style="filled",
+               fillcolor=fill(node, "op") if (id(node) in focus or id(node) in finished) and t is None
+               else PALETTE["op"])
+        if t is not None:
+            g.node(f"t{i}", tensor_label(t, i, grad_of(i, t), show_grads, show_data,
+                                         fall_back_to_grad=grads is None),
+                   shape="box", style="filled,rounded", fillcolor=fill(node, _kind(t, root_t)))
+            g.edge(f"op{i}", f"t{i}")
+            source[id(node)] = f"t{i}"
+        else:
+            source[id(node)] = f"op{i}"
         cut = False
-        for p in t.parents:
-            if id(p) in hidden_ids:
+        for p, ref in zip(node.parents, node._inputs):
+            if p is None:
+                c = ref()
+                if c is None:
+                    continue
+                name = constants.get(id(c))
+                if name is None:
+                    name = constants[id(c)] = f"c{len(constants)}"
+                    g.node(name, tensor_label(c, 0, None, False, show_data).replace("t0", name, 1),
+                           shape="box", style="filled,rounded", fillcolor=PALETTE["data"])
+                g.edge(name, f"op{i}")
+            elif source[id(p)] == "hidden":
                 cut = True
             else:
-                g.edge(f"t{index[id(p)]}", f"op{i}")
+                g.edge(source[id(p)], f"op{i}")
         if cut:
             g.edge("hidden", f"op{i}", style="dashed")
     return g

@@ -24,6 +24,7 @@ MEMORY_COLORS = {
     "optimizer state": "#e5ae38",
     "saved activations": "#c44e52",
     "graph outputs": "#f0a8a0",
+    "inputs": "#8172b2",
     "temporaries": "#b0b0b0",
 }
 

@@ -11,10 +11,10 @@ import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.figure import Figure
 
-from ..engine import topological_order
+from ..function import AccumulateGrad, gradient_edge
 from ..inspect import KINDS, SavedRow, saved_values
 from ..tensor import Tensor
-from .graph import PALETTE, Graph
+from .graph import PALETTE, Graph, graph_view
 
 __all__ = ["draw_fields", "plot_saved", "KIND_COLORS"]
 
@@ -34,21 +34,22 @@ def _shape(t: Tensor) -> str:
     return f"{tuple(t.shape)}{dt}"
 
 
-def draw_fields(root: Tensor, title: str | None = None, max_tensors: int = 12) -> Graph:
-    """Every tensor of a small graph as the record it is: its fields and its backward node.
+def draw_fields(root, title: str | None = None, max_tensors: int = 12) -> Graph:
+    """Every node of a small graph, and every tensor Python still holds, as the records they are.
 
-    One box per tensor lists ``data``, ``grad``, ``requires_grad``, ``op``,
-    ``parents``, ``grad_fn`` and ``is_leaf``. Solid arrows go from ``parents``
-    to the parent tensors; a dashed arrow leads to the ``grad_fn`` box, which
-    shows ``needs_input_grad`` and what was saved; a dotted arrow marks a saved
-    value that is the very array of another tensor (kept by reference, not copied).
+    A tensor's box lists ``data``, ``grad``, ``requires_grad``, ``op``,
+    ``parents``, ``grad_fn`` and ``is_leaf``; a dashed arrow leads to its
+    ``grad_fn``. A node's box (yellow) shows ``needs_input_grad`` and what it
+    saved; solid arrows are its edges (``node.parents``: the input's node, or a
+    leaf's accumulator, drawn as the leaf's own box); a dotted arrow marks a saved
+    value that is the very array of a tensor still alive (kept by reference, not
+    copied). A value no name holds has no box: only its node remains.
     """
-    order = topological_order(root)
+    order, index = graph_view(root)
     if len(order) > max_tensors:
-        raise ValueError(f"draw_fields: the graph has {len(order)} tensors, more than max_tensors="
-                         f"{max_tensors}; a record per tensor would not be readable. Use "
+        raise ValueError(f"draw_fields: the graph has {len(order)} nodes, more than max_tensors="
+                         f"{max_tensors}; a record per node would not be readable. Use "
                          f"minigrad.viz.draw_graph for large graphs.")
-    index = {id(t): i for i, t in enumerate(order)}
     rows = {r.index: r for r in saved_values(root)}
     g = Graph(graph_attr={"rankdir": "LR", "fontname": "Helvetica", "fontsize": "11",
                           "nodesep": "0.3"},
@@ -56,16 +57,26 @@ def draw_fields(root: Tensor, title: str | None = None, max_tensors: int = 12) -
               edge_attr={"arrowsize": "0.6"})
     if title:
         g.attr(label=title, labelloc="b")
-    for i, t in enumerate(order):
+    names = {}
+    for i, node in enumerate(order):
+        t = node.output
+        names[i] = (t.name if t is not None else None) or f"t{i}"
+    box_of = {}  # id(tensor) -> DOT name of its record
+    for i, node in enumerate(order):
+        t = node.output
+        if t is None:
+            continue
+        box_of[id(t)] = f"t{i}"
         grad = "None" if t.grad is None else f"array {tuple(t.grad.shape)}"
-        parents = ", ".join(p.name or f"t{index[id(p)]}" for p in t.parents)
-        fields = [  # (port, text): a port lets an edge start at that field
-            ("", t.name or f"t{i}"),
+        parents = ", ".join(names[index[id(gradient_edge(q))]] if gradient_edge(q) is not None and
+                            id(gradient_edge(q)) in index else (q.name or "const") for q in t.parents)
+        fields = [  # (port, text): a port lets an edge end at that field
+            ("", names[i]),
             ("d", f"data: array {_shape(t)}"),
             ("", f"grad: {grad}"),
             ("", f"requires_grad: {t.requires_grad}"),
             ("", f"op: {t.op!r}"),
-            ("p", f"parents: ({parents}{',' if len(t.parents) == 1 else ''})"),
+            ("", f"parents: ({parents}{',' if len(t.parents) == 1 else ''})"),
             ("f" if t.grad_fn is not None else "", f"grad_fn: {t.grad_fn!r}"),
             ("", f"is_leaf: {t.is_leaf}"),
         ]
@@ -74,26 +85,34 @@ def draw_fields(root: Tensor, title: str | None = None, max_tensors: int = 12) -
             PALETTE["param"] if t.is_leaf and t.requires_grad else
             PALETTE["data"] if t.is_leaf else PALETTE["inner"])
         g.node(f"t{i}", label, style="filled", fillcolor=color)
-        for p in t.parents:
-            g.edge(f"t{i}:p", f"t{index[id(p)]}")
-        if t.grad_fn is None:
+    for i, node in enumerate(order):
+        if isinstance(node, AccumulateGrad):
             continue
-        ctx, row = t.grad_fn, rows[i]
-        parts = [_esc(repr(ctx)), _esc(f"needs_input_grad: {ctx.needs_input_grad}")]
+        row = rows[i]
+        parts = [_esc(repr(node)), _esc(f"needs_input_grad: {node.needs_input_grad}")]
         if row.released:
             parts.append("saved: released")
         elif not row.saved:
             parts.append("saved: nothing")
-        for k, s in enumerate(row.saved):
-            parts.append(f"<s{k}> " + _esc(f"saved {s.role}: {s.shape} {s.dtype}"))
+        for k, sv in enumerate(row.saved):
+            parts.append(f"<s{k}> " + _esc(f"saved {sv.role}: {sv.shape} {sv.dtype}"))
         g.node(f"f{i}", "|".join(parts), style="filled", fillcolor=PALETTE["op"])
-        g.edge(f"t{i}:f", f"f{i}", style="dashed")
+        t = node.output
+        if t is not None:
+            g.edge(f"t{i}:f", f"f{i}", style="dashed")
+        for p in node.parents:
+            if p is None:
+                continue
+            j = index[id(p)]
+            g.edge(f"f{i}", f"t{j}" if isinstance(p, AccumulateGrad) else f"f{j}")
         if row.released:
             continue
-        for k, s in enumerate(row.saved):
-            if s.role.startswith("input "):
-                g.edge(f"f{i}:s{k}", f"t{index[id(t.parents[int(s.role[6:])])]}:d", style="dotted",
-                       color="#888888")
+        inputs = node.inputs
+        for k, sv in enumerate(row.saved):
+            if sv.role.startswith("input "):
+                q = inputs[int(sv.role[6:])]
+                if q is not None and id(q) in box_of:
+                    g.edge(f"f{i}:s{k}", f"{box_of[id(q)]}:d", style="dotted", color="#888888")
     return g
 
 

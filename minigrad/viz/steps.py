@@ -1,10 +1,10 @@
 """The backward pass one node at a time, drawn as a strip of frames.
 
-``backward_steps(loss)`` works out what ``loss.backward()`` would do, step by
-step, without doing it: it walks the graph in the engine's order (reverse
-topological), and at each node that has a gradient it calls the node's VJP on
-a copy of what the node saved. Each step becomes one frame: a drawing of the
-whole graph in which
+``backward_steps(loss)`` runs the real engine (``minigrad.grad`` with
+``retain_graph=True``, so no ``.grad`` is set and nothing is freed) and watches
+it through its hook (``minigrad.op_hook``'s ``"backward"`` and ``"accumulate"``
+events): every node the engine processes becomes one step, in the engine's own
+order. Each step is one frame: a drawing of the whole graph in which
 
 * the node being processed is orange: every consumer has already sent its
   part, so its gradient is complete;
@@ -12,9 +12,8 @@ whole graph in which
 * every box shows the gradient known *so far*; a box that is neither orange nor
   green and shows a gradient is still waiting for more contributions.
 
-The graph is only read: nothing is released, no ``.grad`` is set, saved values
-are copied before a VJP sees them. (The real engine also frees each
-intermediate gradient as soon as it is used; the frames keep them all on show.)
+(The real engine also frees each intermediate gradient as soon as it is used;
+the frames keep them all on show.)
 
 The frames are plain Graphviz drawings (:class:`minigrad.viz.Graph`), so a
 saved notebook shows them without JavaScript or widgets: display them in
@@ -24,16 +23,16 @@ one at a time with ``steps.frame(k)``.
 
 from __future__ import annotations
 
-import copy
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
-from ..engine import _check_node, topological_order
-from ..function import no_grad
+from ..engine import grad as engine_grad
+from ..function import AccumulateGrad, gradient_edge
+from ..hooks import op_hook
 from ..tensor import Tensor
-from .graph import Graph, draw_graph
+from .graph import Graph, draw_graph, graph_view
 
 __all__ = ["Step", "BackwardSteps", "backward_steps"]
 
@@ -49,7 +48,7 @@ class Step:
         index: the node's topological index (its box is ``t{index}``).
         name: the node's name, or ``t{index}``.
         op: the op that made the node ("" for a leaf).
-        inputs: topological indices of the node's inputs, in operand order.
+        inputs: topological indices of the node's input nodes, in operand order.
         sends_to: topological indices of the inputs its VJP added a gradient into.
         grads: {topological index: gradient} known after this step.
     """
@@ -70,33 +69,12 @@ class Step:
         return f"{self.name} = {self.op}({args}) has its full gradient; its VJP adds into {targets}"
 
 
-def _seed(root: Tensor, grad: Any) -> np.ndarray:
-    if grad is None:
-        if root.data.size != 1:
-            raise RuntimeError(
-                f"backward_steps: grad can be left out only for a tensor with one element; "
-                f"this one has shape {root.shape}")
-        return np.ones_like(root.data)
-    g0 = np.array(grad.data if isinstance(grad, Tensor) else grad, dtype=root.dtype)
-    if g0.shape != root.shape:
-        raise ValueError(f"backward_steps: grad has shape {g0.shape} but the tensor has shape {root.shape}")
-    return g0
-
-
-def _vjp_on_copies(node: Tensor, g: np.ndarray) -> tuple:
-    """The node's VJP, called on a copy of its ctx whose saved arrays are copies too."""
-    ctx = copy.copy(node.grad_fn)
-    ctx.saved = tuple(v.copy() if isinstance(v, np.ndarray) else v for v in ctx.saved)
-    with no_grad():
-        return ctx.fn.backward(ctx, g.copy())
-
-
 class BackwardSteps:
     """The steps of one backward pass from ``root``, and a frame for each.
 
     Attributes:
         root: the tensor the pass starts from.
-        order: every tensor ``root`` depends on, in topological order.
+        order: every node ``root`` depends on, in topological order.
         steps: one :class:`Step` per node that receives a gradient, in the
             order the engine processes them.
     """
@@ -111,39 +89,39 @@ class BackwardSteps:
                 f"backward pass has nothing to do")
         self.root = root
         self.show_data, self.max_nodes, self.rankdir = show_data, max_nodes, rankdir
-        self.order = topological_order(root)
-        for node in self.order:
-            if node.grad_fn is not None:
-                try:
-                    _check_node(node)
-                except RuntimeError as e:
-                    raise RuntimeError(f"backward_steps: {str(e).removeprefix('backward: ')}") from None
-        index = {id(t): i for i, t in enumerate(self.order)}
-        self.names = {i: t.name or f"t{i}" for i, t in enumerate(self.order)}
-
-        grads: dict[int, np.ndarray] = {index[id(root)]: _seed(root, grad)}
+        self.order, index = graph_view(root)
+        self.names = {}
+        for i, node in enumerate(self.order):
+            t = node.output
+            self.names[i] = (t.name if t is not None and t.name else None) or f"t{i}"
+        leaves = [n.variable for n in self.order if isinstance(n, AccumulateGrad)]
+        grads: dict[int, np.ndarray] = {}
         self.steps: list[Step] = []
-        for node in reversed(self.order):
+
+        def watch(event, fn, in_grads, node, attrs):
+            if event not in ("backward", "accumulate"):
+                return
             i = index[id(node)]
-            if i not in grads:
-                continue
+            if not grads:  # the first node is the root: it received the seed
+                grads[i] = np.array(attrs["grad"])
             sends: list[int] = []
-            if node.grad_fn is not None:
-                in_grads = _vjp_on_copies(node, grads[i])
-                for k, (p, pg) in enumerate(zip(node.parents, in_grads)):
-                    if pg is None or not p.requires_grad:
-                        continue
-                    if pg.shape != p.shape:
-                        raise RuntimeError(
-                            f"backward_steps: '{node.op}' backward returned a gradient of shape "
-                            f"{pg.shape} for its input {k} of shape {p.shape}")
-                    j = index[id(p)]
-                    grads[j] = np.array(pg) if j not in grads else grads[j] + pg
-                    if j not in sends:
-                        sends.append(j)
-            inputs = tuple(index[id(p)] for p in node.parents)
-            self.steps.append(Step(len(self.steps) + 1, i, self.names[i], node.op, inputs,
+            for p, pg in zip(node.parents, in_grads):
+                if p is None or pg is None:
+                    continue
+                j = index[id(p)]
+                grads[j] = np.array(pg) if j not in grads else grads[j] + pg
+                if j not in sends:
+                    sends.append(j)
+            inputs = tuple(index[id(p)] for p in node.parents if p is not None)
+            op = "" if isinstance(node, AccumulateGrad) else node.name
+            self.steps.append(Step(len(self.steps) + 1, i, self.names[i], op, inputs,
                                    tuple(sends), dict(grads)))
+
+        try:
+            with op_hook(watch):
+                engine_grad(root, leaves, grad_output=grad, retain_graph=True, allow_unused=True)
+        except (RuntimeError, ValueError, TypeError) as e:
+            raise type(e)(f"backward_steps: {str(e).removeprefix('backward: ')}") from None
 
     # ------------------------------------------------------------ reading
     def __len__(self) -> int:
@@ -156,8 +134,9 @@ class BackwardSteps:
 
     def grad_of(self, t: Tensor) -> np.ndarray | None:
         """The gradient the pass gives ``t`` (None if it gets none)."""
-        for i, u in enumerate(self.order):
-            if u is t:
+        e = gradient_edge(t)
+        for i, node in enumerate(self.order):
+            if node is e:
                 return self.final_grads.get(i)
         raise ValueError(f"backward_steps: the tensor of shape {t.shape} is not in this graph")
 

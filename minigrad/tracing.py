@@ -81,7 +81,7 @@ class StaticGraph:
         for i, x in enumerate(inputs):
             values[i] = x if isinstance(x, Tensor) else Tensor(x)
         for slot, c in self.constants.items():
-            values[slot] = Tensor._make(c, False, (), "", None)
+            values[slot] = Tensor._make(c, False)
         values.update(self.captured)
         for node in self.nodes:
             args = [values[a] for a in node.args]
