@@ -21,15 +21,29 @@ def small():
 
 
 def test_fields_drawing_shows_every_field_and_the_saved_references():
-    *_, h = small()
+    x, w, z, h = small()
     src = draw_fields(h).source
-    assert src == draw_fields(small()[3]).source            # deterministic
+    assert src == draw_fields(h).source                      # deterministic
+    # nodes: w's accumulator (t0), matmul (f1, its output z is t1), relu (f2, output t2);
+    # x needs no gradient, so it has no node and no record, but z names it as a parent
     for piece in ["data: array (2, 4)", "grad: None", "requires_grad: True", "op: 'matmul'",
-                  "<p> parents: (x, w)", r"<f> grad_fn: \<MatMulBackward\>", "is_leaf: False",
+                  "parents: (x, w)", r"<f> grad_fn: \<MatMulBackward\>", "is_leaf: False",
                   "needs_input_grad: (False, True)", "<s0> saved input 0: (2, 3) float64",
-                  "saved new: (2, 4) bool", "t2:p -> t0", "t2:p -> t1", "t2:f -> f2 [style=dashed]",
-                  'f2:s0 -> t0:d [color="#888888" style=dotted]', "parents: (z,)"]:
+                  "saved output: (2, 4) float64", "t1:f -> f1 [style=dashed]", "f1 -> t0",
+                  "f2 -> f1", "parents: (z,)"]:
         assert piece in src, piece
+    x.requires_grad = True                                   # now x is a leaf with a record
+    src = draw_fields((x @ w).relu()).source
+    assert "saved input 1: (3, 4) float64" in src
+    assert 'f2:s0 -> t0:d [color="#888888" style=dotted]' in src
+    assert 'f2:s1 -> t1:d [color="#888888" style=dotted]' in src
+
+
+def test_fields_drawing_leaves_out_values_nobody_holds():
+    x = Tensor(np.ones((2, 3)), name="x")
+    w = Tensor(np.ones((3, 4)), requires_grad=True, name="w")
+    src = draw_fields((x @ w).relu()).source                 # the matmul's output is freed
+    assert "op: 'matmul'" not in src and "MatMulBackward" in src and "parents: ()" in src
 
 
 def test_fields_drawing_after_backward_shows_grads_and_released_values():
@@ -44,7 +58,7 @@ def test_fields_drawing_refuses_big_graphs():
     y = Tensor(1.0, requires_grad=True)
     for _ in range(10):
         y = y.tanh()
-    with pytest.raises(ValueError, match="11 tensors, more than max_tensors=8.*draw_graph"):
+    with pytest.raises(ValueError, match="11 nodes, more than max_tensors=8.*draw_graph"):
         draw_fields(y, max_tensors=8)
 
 
@@ -55,7 +69,7 @@ def test_plot_saved_stacks_bytes_by_kind():
     rows = saved_values(loss)
     fig = plot_saved(rows, unit=1.0, unit_name="bytes")
     ax = fig.axes[0]
-    assert [t.get_text() for t in ax.get_yticklabels()] == [f"t{r.index} {r.op}" for r in rows]
+    assert [t.get_text() for t in ax.get_yticklabels()] == [f"op{r.index} {r.op}" for r in rows]
     total_width = sum(p.get_width() for p in ax.patches)
     assert total_width == pytest.approx(sum(r.nbytes for r in rows))
     legend = {t.get_text() for t in ax.get_legend().get_texts()}

@@ -127,7 +127,7 @@ def plot_saved(rows: Sequence[SavedRow], title: str | None = None, ax=None,
         fig, ax = plt.subplots(figsize=(7, 0.35 * len(rows) + 1.2))
     else:
         fig = ax.figure
-    labels = [f"t{r.index} {r.op}" for r in rows]
+    labels = [f"op{r.index} {r.op}" for r in rows]
     y = np.arange(len(rows))[::-1]
     left = np.zeros(len(rows))
     for kind in KINDS:
