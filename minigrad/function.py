@@ -356,6 +356,7 @@ class Function:
         out = Tensor._make(data, record, ctx if record else None)
         if cls.is_view or (cls.may_be_view and np.may_share_memory(data, arrays[0])):
             out._vc = tensors[0]._vc  # an in-place change of either is seen by both
+            out._view = out._vc[0]
         if record:
             _link(ctx, tensors, arrays, out)
         if state.hooks:  # observers: trace, jvp, the memory profiler, count_ops
@@ -373,6 +374,11 @@ def _link(ctx: Context, tensors: Sequence, arrays: list, out) -> None:
     """Give a recorded node its edges, its weak references, and its version stamps."""
     edges = []
     for t in tensors:
+        if t._view is not None and t.grad_fn is not None and t._vc[0] != t._view:
+            raise RuntimeError(
+                f"{ctx.name}: an input (shape {t.shape}) is a view made by '{t.op}' whose base "
+                f"was changed in place after the view was made; its recorded history no longer "
+                f"matches its values. Make the view again after the in-place change.")
         if not t.requires_grad:
             edges.append(None)
         elif t.grad_fn is not None:

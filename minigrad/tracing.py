@@ -146,37 +146,6 @@ class StaticGraph:
                          f"control flow that depended on it is frozen")
         return "\n".join(lines)
 
-    def draw(self, title: str | None = None):
-        """A Graphviz drawing: inputs, constants, captured tensors and ops, in recorded order.
-
-        Values read into Python while tracing get a dashed edge to a note.
-        """
-        from .viz.graph import PALETTE, Graph
-
-        g = Graph(graph_attr={"rankdir": "LR", "fontname": "Helvetica", "fontsize": "11"},
-                  node_attr={"fontname": "Helvetica", "fontsize": "10"},
-                  edge_attr={"arrowsize": "0.6"})
-        if title:
-            g.attr(label=title, labelloc="b")
-        for i in range(self.n_inputs):
-            g.node(f"v{i}", f"in{i}", shape="box", style="filled,rounded", fillcolor=PALETTE["data"])
-        for slot in self.constants:
-            g.node(f"v{slot}", self._ref(slot), shape="box", style="filled,rounded",
-                   fillcolor="#ffffff")
-        for slot in self.captured:
-            g.node(f"v{slot}", self._ref(slot), shape="box", style="filled,rounded",
-                   fillcolor=PALETTE["param"])
-        for n in self.nodes:
-            g.node(f"v{n.out}", f"v{n.out} = {n.name}", shape="ellipse", style="filled",
-                   fillcolor=PALETTE["root"] if n.out in self.outputs else PALETTE["op"])
-            for a in n.args:
-                g.edge(f"v{a}", f"v{n.out}")
-        for k, r in enumerate(self.reads):
-            g.node(f"py{k}", "read into Python\n(.item)", shape="note", style="filled",
-                   fillcolor="#f4f4f4")
-            g.edge(f"v{r}", f"py{k}", style="dashed")
-        return g
-
 
 def _short(v: Any) -> str:
     if isinstance(v, np.ndarray):

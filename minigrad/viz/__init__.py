@@ -2,14 +2,14 @@
 
 from .classify import plot_confusion, plot_images
 from .flow import plot_activation_scale, plot_grad_flow, plot_histograms, plot_update_ratios
-from .graph import INSTALL_HINT, Graph, GraphvizNotFound, draw_graph, tensor_label
+from .graph import INSTALL_HINT, Graph, GraphvizNotFound, draw_graph, draw_static, tensor_label
 from .jacobian import plot_jacobian, plot_scaling
 from .memory import MEMORY_COLORS, plot_memory_timeline
 from .plots import plot_curves
 from .saved import draw_fields, plot_saved
 from .steps import BackwardSteps, Step, backward_steps
 
-__all__ = ["INSTALL_HINT", "Graph", "GraphvizNotFound", "draw_graph", "tensor_label",
+__all__ = ["INSTALL_HINT", "Graph", "GraphvizNotFound", "draw_graph", "draw_static", "tensor_label",
            "plot_curves", "plot_images", "plot_confusion", "draw_fields", "plot_saved",
            "plot_jacobian", "plot_scaling", "backward_steps", "BackwardSteps", "Step",
            "plot_grad_flow", "plot_activation_scale", "plot_histograms", "plot_update_ratios",

@@ -21,7 +21,7 @@ from ..engine import topological_order
 from ..function import AccumulateGrad, gradient_edge
 from ..tensor import Tensor
 
-__all__ = ["Graph", "GraphvizNotFound", "draw_graph", "tensor_label", "INSTALL_HINT"]
+__all__ = ["Graph", "GraphvizNotFound", "draw_graph", "draw_static", "tensor_label", "INSTALL_HINT"]
 
 INSTALL_HINT = (
     "Graphviz's `dot` program was not found on the PATH. The Python package `graphviz` "
@@ -221,4 +221,35 @@ def draw_graph(root, show_grads: bool = False, show_data: bool = True,
                 g.edge(source[id(p)], f"op{i}")
         if cut:
             g.edge("hidden", f"op{i}", style="dashed")
+    return g
+
+
+def draw_static(graph, title: str | None = None) -> Graph:
+    """A Graphviz drawing of a traced :class:`~minigrad.tracing.StaticGraph`, in recorded order:
+    inputs, constants, captured tensors and ops.
+
+    Values read into Python while tracing get a dashed edge to a note.
+    """
+    g = Graph(graph_attr={"rankdir": "LR", "fontname": "Helvetica", "fontsize": "11"},
+              node_attr={"fontname": "Helvetica", "fontsize": "10"},
+              edge_attr={"arrowsize": "0.6"})
+    if title:
+        g.attr(label=title, labelloc="b")
+    for i in range(graph.n_inputs):
+        g.node(f"v{i}", f"in{i}", shape="box", style="filled,rounded", fillcolor=PALETTE["data"])
+    for slot in graph.constants:
+        g.node(f"v{slot}", graph._ref(slot), shape="box", style="filled,rounded",
+               fillcolor="#ffffff")
+    for slot in graph.captured:
+        g.node(f"v{slot}", graph._ref(slot), shape="box", style="filled,rounded",
+               fillcolor=PALETTE["param"])
+    for n in graph.nodes:
+        g.node(f"v{n.out}", f"v{n.out} = {n.name}", shape="ellipse", style="filled",
+               fillcolor=PALETTE["root"] if n.out in graph.outputs else PALETTE["op"])
+        for a in n.args:
+            g.edge(f"v{a}", f"v{n.out}")
+    for k, r in enumerate(graph.reads):
+        g.node(f"py{k}", "read into Python\n(.item)", shape="note", style="filled",
+               fillcolor="#f4f4f4")
+        g.edge(f"v{r}", f"py{k}", style="dashed")
     return g
