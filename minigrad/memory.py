@@ -195,7 +195,8 @@ class MemoryProfiler:
         self.phases: list[tuple[str, int, int]] = []
         self._phase = "start"
         self._active = False
-        self._nodes: weakref.WeakSet = weakref.WeakSet()
+        # Tensors by id (a WeakSet would compare them with ==, which is elementwise).
+        self._nodes: dict[int, weakref.ref] = {}
         self._pre: dict[int, tuple[weakref.ref, int]] = {}
 
     # ------------------------------------------------------------ set-up
@@ -277,7 +278,9 @@ class MemoryProfiler:
         if event == "read":
             return
         if output.grad_fn is not None:
-            self._nodes.add(output)
+            ref = self._nodes.get(id(output))
+            if ref is None or ref() is not output:
+                self._nodes[id(output)] = weakref.ref(output)
         if self.every_op:
             self._sample(event, fn.name)
 
@@ -305,7 +308,7 @@ class MemoryProfiler:
 
         for cat, a in self._model_arrays():
             add(cat, a)
-        nodes = list(self._nodes)
+        nodes = [t for t in (r() for r in list(self._nodes.values())) if t is not None]
         for t in nodes:
             ctx = t.grad_fn
             if ctx is None or ctx.saved is None:
