@@ -660,6 +660,7 @@ class CrossEntropy(Function):
 
     As in the reading, p is clipped to [1e-12, 1] before the log.
     VJP: dp[i, y_i] = -g / (N p[i, y_i]); every other entry is 0.
+    An empty batch (N = 0) raises ValueError in forward (PyTorch returns nan).
     """
 
     name = "cross_entropy"
@@ -689,6 +690,7 @@ class CrossEntropyWithLogits(Function):
 
     Fusing softmax with the log never forms p = 0, so logits of any size give
     finite values. VJP: dz = g * (softmax(z) - onehot(y)) / N.
+    An empty batch (N = 0) raises ValueError in forward (PyTorch returns nan).
     """
 
     name = "cross_entropy_with_logits"
