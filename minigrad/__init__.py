@@ -30,7 +30,7 @@ from .hessians import hessian, hvp
 from .hooks import count_ops, op_hook
 from .inspect import format_saved, saved_memory, saved_values
 from .jacobians import jacobian, jacobian_nbytes, numerical_jacobian, vjp
-from .ops import layer_norm
+from .ops import cat, concatenate, layer_norm, maximum, minimum, stack, where
 from .tensor import Tensor, as_tensor
 from .tracing import StaticGraph, trace
 
@@ -44,7 +44,8 @@ __all__ = ["Tensor", "as_tensor", "Function", "Context", "backward", "grad",
            "jacobian", "numerical_jacobian", "vjp", "jacobian_nbytes", "jvp", "jacfwd",
            "flow", "layer_norm", "hvp", "hessian", "passes",
            "memory", "checkpoint", "checkpoint_sequential", "Plan", "plan_segments", "sqrt_plan",
-           "uniform_plan", "count_ops", "op_hook"]
+           "uniform_plan", "count_ops", "op_hook", "where", "maximum", "minimum", "stack",
+           "concatenate", "cat"]
 
 
 _LAZY = {"viz"}  # imports matplotlib and graphviz: only when asked for

@@ -31,8 +31,16 @@ from . import random as _random
 from .engine import grad as _grad
 from .function import Function, _state, enable_grad, is_grad_enabled, no_grad
 from .hooks import op_hook
-from .planner import (Plan, binomial_reach, min_peak, plan_segments, revolve_forward_steps,  # noqa: F401
-                      simulate_plan, sqrt_plan, uniform_plan)
+from .planner import (  # noqa: F401
+    Plan,
+    binomial_reach,
+    min_peak,
+    plan_segments,
+    revolve_forward_steps,
+    simulate_plan,
+    sqrt_plan,
+    uniform_plan,
+)
 from .tensor import Tensor
 
 __all__ = ["checkpoint", "checkpoint_sequential", "save_ops"]

@@ -9,15 +9,18 @@ Loading is careful in two ways:
 
 * the file's SHA-256 must equal ``DIGITS_SHA256``, so a truncated or edited
   file is refused instead of silently training on wrong numbers;
-* arrays are read with ``np.load(..., allow_pickle=False)``: an ``.npz`` can
-  hold pickled Python objects, and unpickling runs code, so any object array
-  is refused.
+* arrays are read without pickle (as ``np.load(..., allow_pickle=False)``
+  would): an ``.npz`` can hold pickled Python objects, and unpickling runs
+  code, so any object array is refused; every member is checked to be a
+  well-formed ``.npy`` array whose size matches its header (:func:`load_npz`).
 """
 
 from __future__ import annotations
 
 import hashlib
+import math
 import zipfile
+import zlib
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -48,7 +51,15 @@ def sha256_of(path: str | Path) -> str:
 
 
 def load_npz(path: str | Path, sha256: str | None = None) -> dict[str, np.ndarray]:
-    """Every array of an ``.npz`` file, read without pickle.
+    """Every array of an ``.npz`` file, read strictly and without pickle.
+
+    Strict even without a checksum: every member of the zip archive must be a
+    well-formed ``.npy`` array (the magic string, a header that
+    ``np.lib.format.read_array_header_*`` parses, a dtype without Python objects),
+    and the bytes the header announces must be exactly the bytes the member
+    holds. That is checked against the member's size in the zip directory before
+    anything is allocated, so a small file whose header claims 10^12 numbers is
+    refused instead of exhausting memory. Nothing is ever unpickled.
 
     Args:
         path: the file.
@@ -56,7 +67,9 @@ def load_npz(path: str | Path, sha256: str | None = None) -> dict[str, np.ndarra
 
     Raises:
         FileNotFoundError: the file does not exist.
-        DataFileError: wrong checksum, not a valid ``.npz``, or an object array.
+        DataFileError: wrong checksum, not a zip archive, a member that is not a
+            well-formed ``.npy`` array, sizes that do not match, a truncated or
+            corrupt member, or an object array; the message says which.
     """
     path = Path(path)
     if not path.is_file():
@@ -66,20 +79,60 @@ def load_npz(path: str | Path, sha256: str | None = None) -> dict[str, np.ndarra
         if actual != sha256:
             raise DataFileError(f"load_npz: {path} has SHA-256 {actual}, expected {sha256}; "
                                 f"the file is corrupt or has been changed")
-    arrays = {}
+    arrays: dict[str, np.ndarray] = {}
     try:
-        with np.load(path, allow_pickle=False) as npz:
-            for name in npz.files:
-                try:
-                    arrays[name] = npz[name]
-                except ValueError as e:  # NumPy: "Object arrays cannot be loaded ..."
-                    raise DataFileError(
-                        f"load_npz: array {name!r} in {path} holds Python objects, which only "
-                        f"pickle can load; minigrad never unpickles data (allow_pickle=False)"
-                    ) from e
-    except (zipfile.BadZipFile, OSError, EOFError) as e:
+        with zipfile.ZipFile(path) as zf:
+            for info in zf.infolist():
+                name = info.filename
+                if not name.endswith(".npy"):
+                    raise DataFileError(f"load_npz: member {name!r} of {path} is not an .npy array "
+                                        f"(an .npz holds only .npy members)")
+                key = name[:-len(".npy")]
+                if key in arrays:
+                    raise DataFileError(f"load_npz: member {name!r} appears twice in {path}")
+                arrays[key] = _read_npy_member(zf, info, path)
+    except DataFileError:
+        raise
+    except (zipfile.BadZipFile, zipfile.LargeZipFile, zlib.error, OSError, EOFError,
+            NotImplementedError, RuntimeError) as e:  # RuntimeError: an encrypted member
         raise DataFileError(f"load_npz: {path} is not a readable .npz file ({e})") from e
     return arrays
+
+
+def _read_npy_member(zf: zipfile.ZipFile, info: zipfile.ZipInfo, path: Path) -> np.ndarray:
+    """One ``.npy`` member, its header checked against its stored size before reading the data."""
+    fmt = np.lib.format
+    where = f"load_npz: member {info.filename!r} of {path}"
+    with zf.open(info) as f:
+        try:
+            version = fmt.read_magic(f)
+        except ValueError as e:
+            raise DataFileError(f"{where} has no .npy header ({e})") from None
+        readers = {(1, 0): fmt.read_array_header_1_0, (2, 0): fmt.read_array_header_2_0}
+        if version not in readers:
+            raise DataFileError(f"{where} is .npy format version {version[0]}.{version[1]}; "
+                                f"only 1.0 and 2.0 are read")
+        try:
+            shape, fortran, dtype = readers[version](f)
+        except ValueError as e:
+            raise DataFileError(f"{where} has a malformed .npy header ({e})") from None
+        if dtype.hasobject:
+            raise DataFileError(f"{where}: array {info.filename[:-4]!r} holds Python objects, which "
+                                f"only pickle can load; minigrad never unpickles data "
+                                f"(allow_pickle=False)")
+        if any(n < 0 for n in shape):
+            raise DataFileError(f"{where} has a negative size in its shape {shape}")
+        expected = math.prod(shape) * dtype.itemsize
+        stored = info.file_size - f.tell()
+        if expected != stored:
+            raise DataFileError(f"{where}: its header announces shape {shape} of {dtype} "
+                                f"({expected:,} bytes) but the member holds {stored:,} bytes after "
+                                f"the header; the file is truncated or corrupt")
+        data = f.read(expected + 1)  # one more byte would show a member longer than announced
+    if len(data) != expected:
+        raise DataFileError(f"{where} is truncated: {len(data):,} of {expected:,} data bytes")
+    arr = np.frombuffer(bytearray(data), dtype=dtype)
+    return arr.reshape(shape, order="F" if fortran else "C")
 
 
 def load_digits(raw: bool = False, flatten: bool = False,

@@ -107,7 +107,9 @@ def _neg(dots, args, out):
 
 @defjvp(ops.Pow)
 def _pow(dots, args, out, p):
-    """y = a ** p.   dy = p * a ** (p - 1) * da."""
+    """y = a ** p.   dy = p * a ** (p - 1) * da   (0 for p = 0, also at a = 0)."""
+    if p == 0:
+        return np.zeros_like(out)
     return p * args[0] ** (p - 1) * dots[0]
 
 
@@ -267,6 +269,93 @@ def _layer_norm(dots, args, out, eps=1e-5):
     inv_sigma = 1.0 / np.sqrt((xc * xc).mean(axis=-1, keepdims=True) + eps)
     dxc = dx - dx.mean(axis=-1, keepdims=True)
     return inv_sigma * (dxc - out * (out * dxc).mean(axis=-1, keepdims=True))
+
+
+# ---------------------------------------------------------------- more ops
+
+
+def _zero_if_none(d, like: np.ndarray) -> np.ndarray:
+    return np.zeros(like.shape, dtype=like.dtype) if d is None else d
+
+
+@defjvp(ops.Abs)
+def _abs(dots, args, out):
+    """y = |a|.   dy = sign(a) * da."""
+    return np.sign(args[0]) * dots[0]
+
+
+@defjvp(ops.Sqrt)
+def _sqrt(dots, args, out):
+    """y = sqrt(a).   dy = da / (2 y)."""
+    return dots[0] / (2 * out)
+
+
+def _extremum_jvp(dots, args, out, axis, keepdims):
+    """dy = sum(w * da) over the reduced axes, w = 1[a == y] / (number of ties), as in the VJP."""
+    a, da = args[0], dots[0]
+    y = out.reshape(ops._keepdims_shape(a.shape, axis))
+    mask = a == y
+    w = mask / mask.sum(axis=axis, keepdims=True)
+    return np.sum(w * da, axis=axis, keepdims=keepdims)
+
+
+@defjvp(ops.Max)
+def _max(dots, args, out, axis=None, keepdims=False):
+    """y = max(a, axis).   dy = sum(w * da, axis), w = 1[a == y] / (number of ties)."""
+    return _extremum_jvp(dots, args, out, axis, keepdims)
+
+
+@defjvp(ops.Min)
+def _min(dots, args, out, axis=None, keepdims=False):
+    """y = min(a, axis).   dy = sum(w * da, axis), w = 1[a == y] / (number of ties)."""
+    return _extremum_jvp(dots, args, out, axis, keepdims)
+
+
+def _pick_jvp(dots, args, out, wins):
+    (da, db), (a, b) = dots, args
+    w = wins(a, b) + 0.5 * (a == b)
+    return _combine(out, None if da is None else w * da, None if db is None else (1 - w) * db)
+
+
+@defjvp(ops.Maximum)
+def _maximum(dots, args, out):
+    """y = maximum(a, b).   dy = w da + (1 - w) db,  w = 1[a > b] + 1/2 1[a == b]."""
+    return _pick_jvp(dots, args, out, np.greater)
+
+
+@defjvp(ops.Minimum)
+def _minimum(dots, args, out):
+    """y = minimum(a, b).   dy = w da + (1 - w) db,  w = 1[a < b] + 1/2 1[a == b]."""
+    return _pick_jvp(dots, args, out, np.less)
+
+
+@defjvp(ops.Where)
+def _where(dots, args, out, cond):
+    """y = where(cond, a, b).   dy = where(cond, da, db)."""
+    (da, db), (a, b) = dots, args
+    return np.where(cond, _zero_if_none(da, a), _zero_if_none(db, b)) + np.zeros_like(out)
+
+
+@defjvp(ops.PowTensor)
+def _pow_tensor(dots, args, out):
+    """y = a ** p.   dy = p a ** (p - 1) da + y log(a) dp   (0 where p = 0, resp. a = 0 and p >= 0)."""
+    (da, dp), (a, p) = dots, args
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ta = None if da is None else np.where(p == 0, 0.0, p * a ** (p - 1)) * da
+        tp = None if dp is None else np.where((a == 0) & (p >= 0), 0.0, out * np.log(a)) * dp
+    return _combine(out, ta, tp)
+
+
+@defjvp(ops.Concatenate)
+def _concatenate(dots, args, out, axis=0):
+    """y = concatenate(xs, axis).   dy = concatenate(dxs, axis)."""
+    return np.concatenate([_zero_if_none(d, x) for d, x in zip(dots, args)], axis=axis)
+
+
+@defjvp(ops.Stack)
+def _stack(dots, args, out, axis=0):
+    """y = stack(xs, axis).   dy = stack(dxs, axis)."""
+    return np.stack([_zero_if_none(d, x) for d, x in zip(dots, args)], axis=axis)
 
 
 # ------------------------------------------------------------ the driver

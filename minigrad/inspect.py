@@ -29,7 +29,6 @@ import numpy as np
 
 from .engine import topological_order
 from .function import AccumulateGrad, _arrays
-from .tensor import Tensor
 
 __all__ = ["SavedArray", "SavedRow", "saved_values", "saved_memory", "format_saved", "KINDS"]
 

@@ -197,7 +197,8 @@ class MemoryProfiler:
         self.phases: list[tuple[str, int, int]] = []
         self._phase = "start"
         self._active = False
-        self._nodes: weakref.WeakSet = weakref.WeakSet()
+        # Tensors by id (a WeakSet would compare them with ==, which is elementwise).
+        self._nodes: weakref.WeakSet = weakref.WeakSet()  # backward nodes (compared by identity)
         self._pre: dict[int, tuple[weakref.ref, int]] = {}
         self._inputs: set[int] = set()
 

@@ -207,7 +207,9 @@ class Dropout(Module):
     """
 
     def __init__(self, p: float = 0.5, generator: np.random.Generator | None = None):
-        if not 0.0 <= p < 1.0:
+        if isinstance(p, (bool, np.bool_)) or not isinstance(p, (int, float, np.integer, np.floating)):
+            raise TypeError(f"Dropout: p must be a number, got {type(p).__name__} {p!r}")
+        if not 0.0 <= p < 1.0:  # also refuses NaN
             raise ValueError(f"Dropout: p must be in [0, 1), got {p}")
         if generator is not None and not isinstance(generator, np.random.Generator):
             raise TypeError(f"Dropout: generator must be a numpy.random.Generator or None, "

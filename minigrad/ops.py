@@ -75,6 +75,66 @@ def _binary(name: str, f, a: np.ndarray, b: np.ndarray) -> np.ndarray:
             f"{name}: shapes {a.shape} and {b.shape} cannot be broadcast together") from None
 
 
+def _check_axis(name: str, axis, shape: tuple, *, none_ok: bool = True, tuple_ok: bool = True,
+                extra: int = 0):
+    """Raise as PyTorch does for a bad ``axis`` of an array of ``shape``; return ``axis``.
+
+    A float (or bool) axis is a TypeError, an axis out of range an IndexError
+    ("Dimension out of range"), an axis named twice a RuntimeError. ``extra`` widens
+    the range for ops that add an axis (stack, unsqueeze).
+    """
+    if axis is None:
+        if none_ok:
+            return None
+        raise TypeError(f"{name}: axis must be an int, got None (shape {shape})")
+    axes = axis if tuple_ok and isinstance(axis, tuple) else (axis,)
+    n = len(shape) + extra
+    seen = set()
+    for ax in axes:
+        if isinstance(ax, (bool, np.bool_)) or not isinstance(ax, (int, np.integer)):
+            kind = "an int or a tuple of ints" if tuple_ok else "an int"
+            raise TypeError(f"{name}: axis must be {kind}, got {axis!r} "
+                            f"({type(ax).__name__}) for shape {shape}")
+        if not -n <= ax < n:
+            raise IndexError(f"{name}: Dimension out of range (expected to be in range of "
+                             f"[{-n}, {n - 1}], but got {ax}) for shape {shape}")
+        k = int(ax) % n
+        if k in seen:
+            raise RuntimeError(f"{name}: axis {k} appears more than once in {axis!r} "
+                               f"for shape {shape}")
+        seen.add(k)
+    return axis
+
+
+def _needs(ctx: Context, n: int) -> tuple:
+    """``ctx.needs_input_grad``, or all False when nothing is recorded (it is then empty)."""
+    return ctx.needs_input_grad or (False,) * n
+
+
+def _in_dtype(grad, dtype):
+    """``grad`` in its input's dtype: an op that mixed float32 with float64 hands each
+    input back a gradient of its own dtype, as PyTorch does (arrays only)."""
+    if grad is None or isinstance(grad, Tensor) or grad.dtype == dtype:
+        return grad
+    return grad.astype(dtype)
+
+
+def _in_dtypes(ctx, *grads) -> tuple:
+    return tuple(_in_dtype(gr, dt) for gr, dt in zip(grads, ctx.dtypes))
+
+
+def _raw(v):
+    """The numbers of a saved value, whether the VJP received it as an array or a Tensor."""
+    return v.data if isinstance(v, Tensor) else v
+
+
+def _select(cond: np.ndarray, x, y):
+    """``where(cond, x, y)`` for arrays and Tensors alike (cond is a plain bool array)."""
+    if isinstance(x, Tensor) or isinstance(y, Tensor):
+        return Where.apply(x, y, cond=cond)
+    return np.where(cond, x, y)
+
+
 def _keepdims_shape(shape: tuple, axis) -> tuple:
     """The shape a reduction over ``axis`` has with keepdims=True."""
     if axis is None:
@@ -95,15 +155,15 @@ class Add(Function):
 
     @staticmethod
     def forward(ctx: Context, a, b):
-        ctx.shapes = (a.shape, b.shape)
+        ctx.shapes, ctx.dtypes = (a.shape, b.shape), (a.dtype, b.dtype)
         return _binary("add", np.add, a, b)
 
     @staticmethod
     def backward(ctx, g):
         sa, sb = ctx.shapes
         need_a, need_b = ctx.needs_input_grad
-        return (sum_to(g, sa) if need_a else None,
-                sum_to(g, sb) if need_b else None)
+        return _in_dtypes(ctx, sum_to(g, sa) if need_a else None,
+                          sum_to(g, sb) if need_b else None)
 
 
 class Sub(Function):
@@ -114,15 +174,15 @@ class Sub(Function):
 
     @staticmethod
     def forward(ctx, a, b):
-        ctx.shapes = (a.shape, b.shape)
+        ctx.shapes, ctx.dtypes = (a.shape, b.shape), (a.dtype, b.dtype)
         return _binary("sub", np.subtract, a, b)
 
     @staticmethod
     def backward(ctx, g):
         sa, sb = ctx.shapes
         need_a, need_b = ctx.needs_input_grad
-        return (sum_to(g, sa) if need_a else None,
-                -sum_to(g, sb) if need_b else None)
+        return _in_dtypes(ctx, sum_to(g, sa) if need_a else None,
+                          -sum_to(g, sb) if need_b else None)
 
 
 class Mul(Function):
@@ -139,6 +199,7 @@ class Mul(Function):
         need_a, need_b = ctx.needs_input_grad
         ctx.save_for_backward(a if need_b else None, b if need_a else None)  # only what a VJP reads
         ctx.shapes = (a.shape, b.shape)
+        ctx.dtypes = (a.dtype, b.dtype)
         return _binary("mul", np.multiply, a, b)
 
     @staticmethod
@@ -146,8 +207,8 @@ class Mul(Function):
         a, b = ctx.saved
         need_a, need_b = ctx.needs_input_grad
         sa, sb = ctx.shapes
-        return (sum_to(g * b, sa) if need_a else None,
-                sum_to(g * a, sb) if need_b else None)
+        return _in_dtypes(ctx, sum_to(g * b, sa) if need_a else None,
+                          sum_to(g * a, sb) if need_b else None)
 
 
 class Div(Function):
@@ -161,6 +222,7 @@ class Div(Function):
         need_a, need_b = ctx.needs_input_grad
         ctx.save_for_backward(a if need_b else None, b)  # da reads b; db reads a and b
         ctx.shapes = (a.shape, b.shape)
+        ctx.dtypes = (a.dtype, b.dtype)
         return _binary("div", np.divide, a, b)
 
     @staticmethod
@@ -168,8 +230,8 @@ class Div(Function):
         a, b = ctx.saved
         need_a, need_b = ctx.needs_input_grad
         sa, sb = ctx.shapes
-        return (sum_to(g / b, sa) if need_a else None,
-                sum_to(-g * a / (b * b), sb) if need_b else None)
+        return _in_dtypes(ctx, sum_to(g / b, sa) if need_a else None,
+                          sum_to(-g * a / (b * b), sb) if need_b else None)
 
 
 class Neg(Function):
@@ -187,7 +249,11 @@ class Neg(Function):
 
 
 class Pow(Function):
-    """y = a ** p for a Python number p.   VJP: da = g * p * a ** (p - 1)."""
+    """y = a ** p for a Python number p.   VJP: da = g * p * a ** (p - 1).
+
+    For p = 0, y = 1 is constant and da = 0 everywhere, also at a = 0 (where the
+    formula would give 0 * inf = NaN), as PyTorch does.
+    """
 
     name = "pow"
 
@@ -201,31 +267,47 @@ class Pow(Function):
     def backward(ctx, g):
         (a,) = ctx.saved
         p = ctx.p
+        if p == 0:
+            return (g * 0.0 if isinstance(g, Tensor) else np.zeros_like(g),)
         return (g * p * a ** (p - 1),)
 
 
 class MatMul(Function):
-    """C = A @ B with A: (N, D), B: (D, M), C: (N, M).
+    """C = A @ B, with NumPy's (and PyTorch's) matmul rules.
 
+    2-D: A (N, D), B (D, M), C (N, M).
     VJP: dA = dC @ B.T   (N, M) @ (M, D) -> (N, D)
          dB = A.T @ dC   (D, N) @ (N, M) -> (D, M)
     Each entry C[n, m] = sum_d A[n, d] B[d, m], so dL/dA[n, d] = sum_m dC[n, m] B[d, m].
 
-    Saved: B only if A needs a gradient (dA reads B), A only if B does (dB reads A).
+    1-D: a vector A (D,) multiplies as the row (1, D), a vector B (D,) as the column
+    (D, 1), and the added axis is removed from C; the VJP puts it back on dC first.
+    3-D and up: the last two axes multiply and the leading (batch) axes broadcast;
+    an operand copied along batch axes gets the sum of its copies' gradients
+    (``sum_to``), as with any broadcast.
+    Saved: A only if B needs its gradient, B only if A needs its.
     """
 
     name = "matmul"
 
     @staticmethod
     def forward(ctx, a, b):
-        if a.ndim != 2 or b.ndim != 2:
-            raise ValueError(f"matmul: both operands must be 2-D, got shapes {a.shape} and {b.shape}")
-        if a.shape[1] != b.shape[0]:
+        if a.ndim == 0 or b.ndim == 0:
+            raise ValueError(f"matmul: both operands must have at least one axis, got shapes "
+                             f"{a.shape} and {b.shape}; use * to multiply by a scalar")
+        ka, kb = a.shape[-1], b.shape[0] if b.ndim == 1 else b.shape[-2]
+        if ka != kb:
             raise ValueError(
                 f"matmul: shapes {a.shape} and {b.shape} are not aligned: "
-                f"{a.shape[1]} (dim 1 of A) != {b.shape[0]} (dim 0 of B)")
-        need_a, need_b = ctx.needs_input_grad
-        ctx.save_for_backward(a if need_b else None, b if need_a else None)  # as PyTorch's MmBackward
+                f"{ka} (dim {a.ndim - 1} of A) != {kb} (dim {max(b.ndim - 2, 0)} of B)")
+        try:
+            np.broadcast_shapes(a.shape[:-2], b.shape[:-2])
+        except ValueError:
+            raise ValueError(f"matmul: the batch dimensions {a.shape[:-2]} and {b.shape[:-2]} of "
+                             f"shapes {a.shape} and {b.shape} cannot be broadcast together") from None
+        need_a, need_b = _needs(ctx, 2)
+        ctx.save_for_backward(a if need_b else None, b if need_a else None)
+        ctx.shapes, ctx.dtypes = (a.shape, b.shape), (a.dtype, b.dtype)
         return a @ b
 
     @classmethod
@@ -237,9 +319,24 @@ class MatMul(Function):
     @staticmethod
     def backward(ctx, g):
         a, b = ctx.saved
+        sa, sb = ctx.shapes
         need_a, need_b = ctx.needs_input_grad
-        return (g @ b.T if need_a else None,
-                a.T @ g if need_b else None)
+        if len(sa) == 2 and len(sb) == 2:
+            return _in_dtypes(ctx, g @ b.T if need_a else None,
+                              a.T @ g if need_b else None)
+        # Vectors become a row (A) or a column (B); dC gets the removed axes back.
+        pa = (1,) + sa if len(sa) == 1 else sa
+        pb = sb + (1,) if len(sb) == 1 else sb
+        g = g.reshape(np.broadcast_shapes(pa[:-2], pb[:-2]) + (pa[-2], pb[-1]))
+        da = sum_to(g @ _mT(b.reshape(pb)), pa).reshape(sa) if need_a else None
+        db = sum_to(_mT(a.reshape(pa)) @ g, pb).reshape(sb) if need_b else None
+        return _in_dtypes(ctx, da, db)
+
+
+def _mT(x):
+    """``x`` with its last two axes swapped (a batch of transposes)."""
+    n = x.ndim
+    return x.transpose(tuple(range(n - 2)) + (n - 1, n - 2))
 
 
 # ------------------------------------------------------------ reductions
@@ -252,6 +349,7 @@ class Sum(Function):
 
     @staticmethod
     def forward(ctx, a, axis=None, keepdims=False):
+        _check_axis("sum", axis, a.shape)
         ctx.in_shape, ctx.axis = a.shape, axis
         return np.sum(a, axis=axis, keepdims=keepdims)
 
@@ -268,6 +366,7 @@ class Mean(Function):
 
     @staticmethod
     def forward(ctx, a, axis=None, keepdims=False):
+        _check_axis("mean", axis, a.shape)
         ctx.in_shape, ctx.axis = a.shape, axis
         out = np.mean(a, axis=axis, keepdims=keepdims)
         ctx.n = a.size // max(out.size, 1) if a.size else 1
@@ -291,6 +390,10 @@ class Reshape(Function):
 
     @staticmethod
     def forward(ctx, a, shape):
+        for n in shape:
+            if isinstance(n, (bool, np.bool_)) or not isinstance(n, (int, np.integer)):
+                raise TypeError(f"reshape: the new shape must be ints, got {tuple(shape)!r} "
+                                f"({type(n).__name__} {n!r}) for a tensor of shape {a.shape}")
         ctx.in_shape = a.shape
         try:
             return a.reshape(shape)
@@ -311,6 +414,10 @@ class Transpose(Function):
 
     @staticmethod
     def forward(ctx, a, axes=None):
+        if axes is not None:
+            for ax in axes:  # types and range first, then repeats, then the count
+                _check_axis("transpose", ax, a.shape, tuple_ok=False)
+            _check_axis("transpose", tuple(axes), a.shape)
         if axes is not None and sorted(ax % a.ndim for ax in axes) != list(range(a.ndim)):
             raise ValueError(f"transpose: axes {tuple(axes)} do not permute the {a.ndim} axes "
                              f"of shape {a.shape}")
@@ -344,11 +451,21 @@ class BroadcastTo(Function):
 
 
 def _plain_index(idx):
-    """Indices may hold Tensors; NumPy needs arrays."""
+    """Indices may hold Tensors; NumPy needs arrays.
+
+    As in PyTorch, an index tensor must hold integers or booleans (a mask, which
+    selects the elements where it is True). A float index is an IndexError, never
+    rounded: ``w[Tensor([0.7, 2.9])]`` would otherwise quietly read ``w[[0, 2]]``, and
+    a 0/1 mask stored as floats would read rows 0 and 1.
+    """
     if isinstance(idx, tuple):
         return tuple(_plain_index(i) for i in idx)
     if isinstance(idx, Tensor):
-        return idx.data.astype(np.intp) if idx.data.dtype.kind == "f" else idx.data
+        idx = idx.data
+    if isinstance(idx, np.ndarray) and idx.dtype.kind not in "biu":
+        raise IndexError(f"getitem: tensors used as indices must be long, int, byte or bool "
+                         f"tensors, got dtype {idx.dtype} and shape {idx.shape}; for a mask use "
+                         f"a comparison such as x > 0, for positions an integer array")
     return idx
 
 
@@ -543,6 +660,11 @@ class Softmax(Function):
 
     @staticmethod
     def forward(ctx, a, axis=-1):
+        _check_axis("softmax", axis, a.shape, none_ok=False, tuple_ok=False)
+        if a.size == 0:  # nothing to normalise: an empty result, as PyTorch gives
+            ctx.save_for_backward(a.copy())
+            ctx.axis = axis
+            return a.copy()
         e = np.exp(a - a.max(axis=axis, keepdims=True))
         s = e / e.sum(axis=axis, keepdims=True)
         ctx.save_for_backward(s)
@@ -562,6 +684,12 @@ class LogSoftmax(Function):
 
     @staticmethod
     def forward(ctx, a, axis=-1):
+        _check_axis("log_softmax", axis, a.shape, none_ok=False, tuple_ok=False)
+        if a.size == 0:  # nothing to normalise: an empty result, as PyTorch gives
+            y = a.copy()
+            ctx.save_for_backward(y)
+            ctx.axis = axis
+            return y
         shifted = a - a.max(axis=axis, keepdims=True)
         y = shifted - np.log(np.exp(shifted).sum(axis=axis, keepdims=True))
         ctx.save_for_backward(y)
@@ -591,6 +719,9 @@ def _check_targets(name: str, target, n: int, c: int) -> np.ndarray:
 def _check_2d(name: str, a: np.ndarray, what: str) -> None:
     if a.ndim != 2:
         raise ValueError(f"{name}: expected a 2-D (N, C) array of {what}, got shape {a.shape}")
+    if a.shape[0] == 0:  # PyTorch returns nan here; a mean over no examples is refused instead
+        raise ValueError(f"{name}: the batch is empty (input shape {a.shape}); the mean loss "
+                         f"over no examples is undefined")
 
 
 class CrossEntropy(Function):
@@ -598,6 +729,7 @@ class CrossEntropy(Function):
 
     As in the reading, p is clipped to [1e-12, 1] before the log.
     VJP: dp[i, y_i] = -g / (N p[i, y_i]); every other entry is 0.
+    An empty batch (N = 0) raises ValueError in forward (PyTorch returns nan).
     """
 
     name = "cross_entropy"
@@ -630,6 +762,7 @@ class CrossEntropyWithLogits(Function):
 
     Saved: the logits z (N x C, the same size as the log-probabilities PyTorch's
     log_softmax keeps); backward recomputes softmax(z) from them.
+    An empty batch (N = 0) raises ValueError in forward (PyTorch returns nan).
     """
 
     name = "cross_entropy_with_logits"
@@ -715,3 +848,337 @@ class LayerNorm(Function):
 def layer_norm(x, eps: float = 1e-5):
     """(x - mean) / sqrt(var + eps) over the last axis of ``x`` (see :class:`LayerNorm`)."""
     return LayerNorm.apply(x, eps=eps)
+
+
+# ---------------------------------------------------------------- more ops
+# Elementwise: abs, sqrt, maximum, minimum, where, pow with a tensor exponent;
+# reductions: max, min; joining: concatenate, stack. (squeeze, unsqueeze,
+# flatten, permute and expand are Reshape, Transpose and BroadcastTo under
+# other names: see the Tensor methods.)
+
+
+class Abs(Function):
+    """y = |a|.   VJP: da = g * sign(a)   (0 at a == 0, the subgradient PyTorch picks).
+
+    Only sign(a) is kept; it is piecewise constant, so a second derivative is 0.
+    """
+
+    name = "abs"
+
+    @staticmethod
+    def forward(ctx, a):
+        ctx.save_for_backward(np.sign(a))
+        return np.abs(a)
+
+    @staticmethod
+    def backward(ctx, g):
+        (sign,) = ctx.saved
+        return (g * sign,)
+
+
+class Sqrt(Function):
+    """y = sqrt(a).   VJP: da = g / (2 y)   (the output is saved, not the input)."""
+
+    name = "sqrt"
+
+    @staticmethod
+    def forward(ctx, a):
+        y = np.sqrt(a)
+        ctx.save_for_backward(y)
+        return y
+
+    @staticmethod
+    def backward(ctx, g):
+        (y,) = ctx.saved
+        return (g / (2 * y),)
+
+
+def _extremum(ctx, name: str, f, a: np.ndarray, axis, keepdims: bool) -> np.ndarray:
+    """Forward of max/min: y = f(a, axis) and, for the VJP, the tie-sharing weights w."""
+    _check_axis(name, axis, a.shape)
+    axes = range(a.ndim) if axis is None else (axis if isinstance(axis, tuple) else (axis,))
+    reduced = {int(ax) % a.ndim for ax in axes}
+    empty = sorted(k for k in reduced if a.shape[k] == 0)
+    if empty:
+        raise IndexError(f"{name}: cannot reduce over the empty axis {empty[0]} "
+                         f"of a tensor of shape {a.shape}; a max or min needs at least one element")
+    y = f(a, axis=axis, keepdims=True)
+    if _needs(ctx, 1)[0]:
+        mask = a == y
+        ctx.save_for_backward((mask / mask.sum(axis=axis, keepdims=True)).astype(a.dtype))
+    ctx.in_shape, ctx.axis = a.shape, axis
+    if keepdims:
+        return y
+    return y.reshape(tuple(n for k, n in enumerate(a.shape) if k not in reduced))
+
+
+class Max(Function):
+    """y = a.max(axis, keepdims), the values only (PyTorch's ``amax``).
+
+    VJP: da = g * w copied back along the reduced axes, w = 1[a == y] / (number of
+    elements equal to y): tied maxima share the gradient evenly, as ``torch.amax``
+    and the full ``torch.max()`` do. (``torch.max(x, dim)`` instead sends all of it
+    to the one element whose index it returns.) w is piecewise constant, so it is
+    kept as a constant and the second derivative is 0.
+    """
+
+    name = "max"
+
+    @staticmethod
+    def forward(ctx, a, axis=None, keepdims=False):
+        return _extremum(ctx, "max", np.max, a, axis, keepdims)
+
+    @staticmethod
+    def backward(ctx, g):
+        (w,) = ctx.saved
+        return (broadcast_to(g.reshape(_keepdims_shape(ctx.in_shape, ctx.axis)), ctx.in_shape) * w,)
+
+
+class Min(Function):
+    """y = a.min(axis, keepdims), the values only (PyTorch's ``amin``).
+
+    VJP: da = g * w, w = 1[a == y] / (number of elements equal to y): ties share
+    the gradient evenly, as for :class:`Max`.
+    """
+
+    name = "min"
+
+    @staticmethod
+    def forward(ctx, a, axis=None, keepdims=False):
+        return _extremum(ctx, "min", np.min, a, axis, keepdims)
+
+    @staticmethod
+    def backward(ctx, g):
+        (w,) = ctx.saved
+        return (broadcast_to(g.reshape(_keepdims_shape(ctx.in_shape, ctx.axis)), ctx.in_shape) * w,)
+
+
+def _pick(ctx, name: str, f, wins, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Forward of maximum/minimum: y = f(a, b) and w = 1[wins(a, b)] + 1/2 1[a == b]."""
+    y = _binary(name, f, a, b)
+    ctx.shapes, ctx.dtypes = (a.shape, b.shape), (a.dtype, b.dtype)
+    if any(_needs(ctx, 2)):
+        w = (wins(a, b) + 0.5 * (a == b)).astype(y.dtype)
+        ctx.save_for_backward(np.broadcast_to(w, y.shape))
+    return y
+
+
+def _pick_backward(ctx, g) -> tuple:
+    (w,) = ctx.saved
+    sa, sb = ctx.shapes
+    need_a, need_b = ctx.needs_input_grad
+    return _in_dtypes(ctx, sum_to(g * w, sa) if need_a else None,
+                      sum_to(g * (1 - w), sb) if need_b else None)
+
+
+class Maximum(Function):
+    """y = maximum(a, b) elementwise (broadcasting).
+
+    VJP: da = sum_to(g * w), db = sum_to(g * (1 - w)), w = 1[a > b] + 1/2 1[a == b]:
+    where a and b are equal each gets half the gradient, as PyTorch does.
+    """
+
+    name = "maximum"
+
+    @staticmethod
+    def forward(ctx, a, b):
+        return _pick(ctx, "maximum", np.maximum, np.greater, a, b)
+
+    @staticmethod
+    def backward(ctx, g):
+        return _pick_backward(ctx, g)
+
+
+class Minimum(Function):
+    """y = minimum(a, b) elementwise (broadcasting).
+
+    VJP: da = sum_to(g * w), db = sum_to(g * (1 - w)), w = 1[a < b] + 1/2 1[a == b].
+    """
+
+    name = "minimum"
+
+    @staticmethod
+    def forward(ctx, a, b):
+        return _pick(ctx, "minimum", np.minimum, np.less, a, b)
+
+    @staticmethod
+    def backward(ctx, g):
+        return _pick_backward(ctx, g)
+
+
+class Where(Function):
+    """y = where(cond, a, b): a where cond is True, b elsewhere (all three broadcast).
+
+    cond is a boolean array (an attribute: it has no gradient).
+    VJP: da = sum_to(g * cond, a.shape), db = sum_to(g * (1 - cond), b.shape).
+    """
+
+    name = "where"
+
+    @staticmethod
+    def forward(ctx, a, b, cond):
+        try:
+            y = np.where(cond, a, b)
+        except ValueError:
+            raise ValueError(f"where: shapes {np.shape(cond)} (cond), {a.shape} and {b.shape} "
+                             f"cannot be broadcast together") from None
+        ctx.cond = cond
+        ctx.shapes, ctx.dtypes = (a.shape, b.shape), (a.dtype, b.dtype)
+        return y
+
+    @staticmethod
+    def backward(ctx, g):
+        c = ctx.cond
+        sa, sb = ctx.shapes
+        need_a, need_b = ctx.needs_input_grad
+        return _in_dtypes(ctx, sum_to(g * c, sa) if need_a else None,
+                          sum_to(g * ~c, sb) if need_b else None)
+
+
+def _as_condition(cond) -> np.ndarray:
+    c = cond.data if isinstance(cond, Tensor) else np.asarray(cond)
+    if c.dtype != np.bool_:
+        raise RuntimeError(f"where: expected the condition to be boolean (a comparison such as "
+                           f"x > 0), but got dtype {c.dtype} and shape {c.shape}")
+    return c
+
+
+class PowTensor(Function):
+    """y = a ** p with a tensor (or array) exponent p, broadcasting; also ``2.0 ** p``.
+
+    VJP: da = sum_to(g * p * a ** (p - 1)),   dp = sum_to(g * y * log(a)).
+    Where p == 0 the first is 0 (y = 1 whatever a), and where a == 0 and p >= 0 the
+    second is 0 (PyTorch's choice: log 0 = -inf would give NaN); a < 0 gives NaN
+    for dp, as log(a) is not real.
+    Saved: a and p, and y only if p needs its gradient.
+    """
+
+    name = "pow_tensor"
+
+    @staticmethod
+    def forward(ctx, a, p):
+        y = _binary("pow", np.power, a, p)
+        need_a, need_p = _needs(ctx, 2)
+        ctx.save_for_backward(a, p, y if need_p else None)
+        ctx.shapes, ctx.dtypes = (a.shape, p.shape), (a.dtype, p.dtype)
+        return y
+
+    @staticmethod
+    def backward(ctx, g):
+        a, p, y = ctx.saved
+        sa, sp = ctx.shapes
+        need_a, need_p = ctx.needs_input_grad
+        ra, rp = _raw(a), _raw(p)
+        da = dp = None
+        with np.errstate(divide="ignore", invalid="ignore"):
+            if need_a:
+                da = sum_to(_select(np.broadcast_to(rp == 0, g.shape), 0.0, g * p * a ** (p - 1)), sa)
+            if need_p:
+                keep0 = np.broadcast_to((ra == 0) & (rp >= 0), g.shape)
+                dp = sum_to(_select(keep0, 0.0, g * y * _log(a)), sp)
+        return _in_dtypes(ctx, da, dp)
+
+
+def _log(v):
+    return v.log() if isinstance(v, Tensor) else np.log(v)
+
+
+class Concatenate(Function):
+    """y = concatenate(xs, axis): the inputs laid end to end along an existing axis.
+
+    VJP: dx_i = g[..., o_i : o_i + n_i, ...], the slice of g where x_i landed
+    (o_i = sizes of the inputs before it along axis, n_i = its own).
+    """
+
+    name = "concatenate"
+
+    @staticmethod
+    def forward(ctx, *xs, axis=0):
+        if not xs:
+            raise ValueError("concatenate: expected a non-empty sequence of tensors")
+        first = xs[0].shape
+        if not first:
+            raise ValueError("concatenate: zero-dimensional tensors cannot be concatenated "
+                             "(tensor 0 has shape ()); use stack")
+        _check_axis("concatenate", axis, first, none_ok=False, tuple_ok=False)
+        k = int(axis) % len(first)
+        for i, x in enumerate(xs[1:], 1):
+            if x.ndim != len(first) or any(n != m for j, (n, m) in enumerate(zip(x.shape, first))
+                                           if j != k):
+                raise ValueError(f"concatenate: tensor {i} has shape {x.shape} but tensor 0 has "
+                                 f"shape {first}; all sizes must match except along axis {k}")
+        ctx.axis = k
+        ctx.bounds = tuple(np.cumsum([0] + [x.shape[k] for x in xs]).tolist())
+        ctx.dtypes = tuple(x.dtype for x in xs)
+        return np.concatenate(xs, axis=k)
+
+    @staticmethod
+    def backward(ctx, g):
+        lead, b = (slice(None),) * ctx.axis, ctx.bounds
+        return _in_dtypes(ctx, *(g[lead + (slice(b[i], b[i + 1]),)] if need else None
+                                 for i, need in enumerate(ctx.needs_input_grad)))
+
+
+class Stack(Function):
+    """y = stack(xs, axis): inputs of one shape joined along a new axis.
+
+    VJP: dx_i = g[..., i, ...], the slice of g at position i of the new axis.
+    """
+
+    name = "stack"
+
+    @staticmethod
+    def forward(ctx, *xs, axis=0):
+        if not xs:
+            raise RuntimeError("stack: expected a non-empty sequence of tensors")
+        first = xs[0].shape
+        _check_axis("stack", axis, first, none_ok=False, tuple_ok=False, extra=1)
+        for i, x in enumerate(xs[1:], 1):
+            if x.shape != first:
+                raise ValueError(f"stack: tensor {i} has shape {x.shape} but tensor 0 has shape "
+                                 f"{first}; stack needs tensors of one shape")
+        ctx.axis = int(axis) % (len(first) + 1)
+        ctx.dtypes = tuple(x.dtype for x in xs)
+        return np.stack(xs, axis=ctx.axis)
+
+    @staticmethod
+    def backward(ctx, g):
+        lead = (slice(None),) * ctx.axis
+        return _in_dtypes(ctx, *(g[lead + (i,)] if need else None
+                                 for i, need in enumerate(ctx.needs_input_grad)))
+
+
+# The functions PyTorch has at module level (``torch.where`` and the like).
+
+def _sequence(name: str, tensors) -> tuple:
+    if isinstance(tensors, (Tensor, np.ndarray)) or not isinstance(tensors, (list, tuple)):
+        raise TypeError(f"{name}: expected a list or tuple of tensors, got {type(tensors).__name__}")
+    return tuple(tensors)
+
+
+def concatenate(tensors, axis: int = 0) -> Tensor:
+    """Join tensors along an existing axis (NumPy's ``concatenate``, PyTorch's ``cat``)."""
+    return Concatenate.apply(*_sequence("concatenate", tensors), axis=axis)
+
+
+cat = concatenate
+
+
+def stack(tensors, axis: int = 0) -> Tensor:
+    """Join tensors of one shape along a new axis ``axis``."""
+    return Stack.apply(*_sequence("stack", tensors), axis=axis)
+
+
+def where(cond, a, b) -> Tensor:
+    """``a`` where the boolean ``cond`` holds, ``b`` elsewhere (see :class:`Where`)."""
+    return Where.apply(a, b, cond=_as_condition(cond))
+
+
+def maximum(a, b) -> Tensor:
+    """The elementwise maximum of ``a`` and ``b`` (ties share the gradient; see :class:`Maximum`)."""
+    return Maximum.apply(a, b)
+
+
+def minimum(a, b) -> Tensor:
+    """The elementwise minimum of ``a`` and ``b`` (see :class:`Minimum`)."""
+    return Minimum.apply(a, b)

@@ -4,8 +4,10 @@
 memory notebooks can count them (``state_nbytes()``): none for plain SGD, one
 buffer per parameter for momentum, two for Adam.
 
-``step()`` first checks every gradient, then updates: a bad gradient raises
-before any parameter or buffer has changed.
+``step()`` first checks every parameter that has a gradient (the gradient's
+shape, that it is real and finite, that the parameter can be written), then
+updates them all: a bad gradient raises ValueError before any parameter, buffer
+or the step count has changed.
 """
 
 from __future__ import annotations
@@ -23,10 +25,9 @@ __all__ = ["Optimizer", "SGD", "Adam"]
 def _check_hyper(where: str, name: str, value, low: float, high: float = math.inf,
                  high_open: bool = True) -> float:
     """``value`` must be a real number in [low, high) (or [low, high] if not high_open)."""
-    try:
-        v = float(value)
-    except (TypeError, ValueError):
-        raise TypeError(f"{where}: {name} must be a number, got {value!r}") from None
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer, np.floating)):
+        raise TypeError(f"{where}: {name} must be a number, got {type(value).__name__} {value!r}")
+    v = float(value)
     ok = low <= v < high if high_open else low <= v <= high
     if not ok or math.isnan(v):
         bracket = ")" if high_open else "]"
@@ -50,7 +51,18 @@ class Optimizer:
             if id(p) in seen:
                 raise ValueError(f"{name}: parameter {i} is the same Tensor as parameter "
                                  f"{seen[id(p)]}; it would be updated twice per step")
+            if p.grad_fn is not None:
+                raise ValueError(f"{name}: can't optimize a non-leaf Tensor: parameter {i} (shape "
+                                 f"{p.shape}) was computed by '{p.op}'; optimize the leaves it "
+                                 f"was computed from")
             seen[id(p)] = i
+        for i, p in enumerate(self.params):  # views of one buffer would be updated twice
+            for j in range(i):
+                q = self.params[j]
+                if np.may_share_memory(p.data, q.data) and np.shares_memory(p.data, q.data):
+                    raise ValueError(f"{name}: parameters {j} (shape {q.shape}) and {i} (shape "
+                                     f"{p.shape}) share memory; an update of one would change "
+                                     f"the other")
         self.lr = _check_hyper(name, "lr", lr, 0.0)
         if self.lr == 0.0:
             raise ValueError(f"{name}: lr must be positive, got {lr!r}")
@@ -66,9 +78,7 @@ class Optimizer:
         name = type(self).__name__
         live = [(i, p) for i, p in enumerate(self.params) if p.grad is not None]
         for i, p in live:  # check everything before changing anything
-            if p.grad.shape != p.shape:
-                raise ValueError(f"{name}.step: parameter {i} has shape {p.shape} "
-                                 f"but its grad has shape {p.grad.shape}")
+            _check_param(name, i, p)
         self.steps += 1
         for i, p in live:
             self._update(i, p)
@@ -81,6 +91,27 @@ class Optimizer:
         """Bytes held by the optimizer's buffers."""
         return sum(a.nbytes for s in self.state.values() for a in s.values()
                    if isinstance(a, np.ndarray))
+
+
+def _check_param(name: str, i: int, p: Tensor) -> None:
+    """Raise if ``p``'s gradient could not be applied, or would make ``p`` NaN or inf."""
+    g = p.grad
+    if not isinstance(g, np.ndarray):
+        raise TypeError(f"{name}.step: parameter {i} (shape {p.shape}) has a grad of type "
+                        f"{type(g).__name__}; expected a NumPy array")
+    if g.shape != p.shape:
+        raise ValueError(f"{name}.step: parameter {i} has shape {p.shape} "
+                         f"but its grad has shape {g.shape}")
+    if g.dtype.kind not in "biuf":
+        raise ValueError(f"{name}.step: parameter {i} (shape {p.shape}) has a grad of dtype "
+                         f"{g.dtype}; a gradient must be real")
+    if g.dtype.kind == "f" and not np.isfinite(g).all():
+        n_nan, n_inf = int(np.isnan(g).sum()), int(np.isinf(g).sum())
+        raise ValueError(f"{name}.step: parameter {i} (shape {p.shape}) has a grad with "
+                         f"{n_nan} NaN and {n_inf} inf; nothing was updated")
+    if not p.data.flags.writeable:
+        raise ValueError(f"{name}.step: parameter {i} (shape {p.shape}) has read-only data; "
+                         f"it cannot be updated in place")
 
 
 class SGD(Optimizer):

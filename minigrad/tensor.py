@@ -23,9 +23,8 @@ each op's forward and VJP sit side by side.
 
 from __future__ import annotations
 
-from typing import Any
-
 import weakref
+from typing import Any
 
 import numpy as np
 
@@ -306,9 +305,14 @@ class Tensor:
         return _ops.Neg.apply(self)
 
     def __pow__(self, p):
-        if isinstance(p, Tensor) or not np.isscalar(p):
-            raise TypeError(f"pow: the exponent must be a Python number, got {type(p).__name__}")
-        return _ops.Pow.apply(self, p=p)
+        """``self ** p``: a real number p (op ``pow``) or a Tensor/array p (op ``pow_tensor``)."""
+        if _is_real_number(p):
+            return _ops.Pow.apply(self, p=p)
+        return _ops.PowTensor.apply(self, _real_operand("pow", "exponent", p))
+
+    def __rpow__(self, base):
+        """``base ** self`` for a real number or array ``base``: dself = g * y * log(base)."""
+        return _ops.PowTensor.apply(_real_operand("pow", "base", base), self)
 
     def __matmul__(self, other):
         return _ops.MatMul.apply(self, other)
@@ -373,6 +377,159 @@ class Tensor:
         return _ops.CrossEntropyWithLogits.apply(self, target=target)
 
 
+    # ------------------------------------------------------------- more ops
+    # Each is a thin call of an op in ops.py (see the op's docstring for its VJP).
+    def abs(self):
+        return _ops.Abs.apply(self)
+
+    __abs__ = abs
+
+    def sqrt(self):
+        return _ops.Sqrt.apply(self)
+
+    def max(self, axis=None, keepdims=False):
+        """The largest values along ``axis`` (values only, like ``torch.amax``; tied
+        elements share the gradient evenly)."""
+        return _ops.Max.apply(self, axis=axis, keepdims=keepdims)
+
+    def min(self, axis=None, keepdims=False):
+        """The smallest values along ``axis`` (like ``torch.amin``; ties share the gradient)."""
+        return _ops.Min.apply(self, axis=axis, keepdims=keepdims)
+
+    amax, amin = max, min
+
+    def maximum(self, other):
+        return _ops.Maximum.apply(self, other)
+
+    def minimum(self, other):
+        return _ops.Minimum.apply(self, other)
+
+    def where(self, cond, other):
+        """``self`` where the boolean ``cond`` holds, ``other`` elsewhere (``torch.Tensor.where``)."""
+        return _ops.where(cond, self, other)
+
+    def squeeze(self, axis=None):
+        """Drop axes of size 1 (all of them, or those named; a named axis of another size
+        is kept, as in PyTorch). A reshape: its VJP reshapes g back."""
+        if axis is None:
+            drop = {k for k, n in enumerate(self.shape) if n == 1}
+        else:
+            _ops._check_axis("squeeze", axis, self.shape)
+            axes = axis if isinstance(axis, tuple) else (axis,)
+            drop = {int(a) % self.ndim for a in axes if self.shape[a] == 1}
+        return _ops.Reshape.apply(self, shape=tuple(n for k, n in enumerate(self.shape) if k not in drop))
+
+    def unsqueeze(self, axis):
+        """Insert an axis of size 1 at position ``axis`` (a reshape)."""
+        _ops._check_axis("unsqueeze", axis, self.shape, none_ok=False, tuple_ok=False, extra=1)
+        k = int(axis) % (self.ndim + 1)
+        return _ops.Reshape.apply(self, shape=self.shape[:k] + (1,) + self.shape[k:])
+
+    def flatten(self, start_dim=0, end_dim=-1):
+        """Merge axes start_dim..end_dim into one (a reshape; a 0-d tensor becomes shape (1,))."""
+        if self.ndim == 0:
+            return _ops.Reshape.apply(self, shape=(1,))
+        _ops._check_axis("flatten", start_dim, self.shape, none_ok=False, tuple_ok=False)
+        _ops._check_axis("flatten", end_dim, self.shape, none_ok=False, tuple_ok=False)
+        s, e = int(start_dim) % self.ndim, int(end_dim) % self.ndim
+        if s > e:
+            raise ValueError(f"flatten: start_dim {start_dim} comes after end_dim {end_dim} "
+                             f"for shape {self.shape}")
+        merged = int(np.prod(self.shape[s:e + 1]))
+        return _ops.Reshape.apply(self, shape=self.shape[:s] + (merged,) + self.shape[e + 1:])
+
+    def permute(self, *axes):
+        """Reorder the axes (PyTorch's name for ``transpose(axes)``)."""
+        if len(axes) == 1 and isinstance(axes[0], (tuple, list)):
+            axes = tuple(axes[0])
+        return _ops.Transpose.apply(self, axes=axes)
+
+    def broadcast_to(self, shape):
+        """Copy along axes to ``shape`` (a read-only view). VJP: sum_to(g, self.shape)."""
+        shape = tuple(shape) if isinstance(shape, (tuple, list)) else (shape,)
+        return _ops.BroadcastTo.apply(self, shape=shape)
+
+    def expand(self, *sizes):
+        """``broadcast_to`` with PyTorch's spelling: -1 keeps an existing axis's size."""
+        if len(sizes) == 1 and isinstance(sizes[0], (tuple, list)):
+            sizes = tuple(sizes[0])
+        lead = len(sizes) - self.ndim
+        if lead < 0:
+            raise ValueError(f"expand: {len(sizes)} sizes {sizes} are fewer than the "
+                             f"{self.ndim} axes of shape {self.shape}")
+        shape = []
+        for k, n in enumerate(sizes):
+            if isinstance(n, (bool, np.bool_)) or not isinstance(n, (int, np.integer)):
+                raise TypeError(f"expand: sizes must be ints, got {sizes!r}")
+            if n == -1:
+                if k < lead:
+                    raise ValueError(f"expand: -1 is not allowed for the new leading axis {k} "
+                                     f"(sizes {sizes}, shape {self.shape})")
+                n = self.shape[k - lead]
+            shape.append(int(n))
+        return _ops.BroadcastTo.apply(self, shape=tuple(shape))
+
+    # ---------------------------------------------------------- comparisons
+    # ``==``, ``<`` and the rest compare values and return a boolean NumPy array
+    # (usable as a mask: ``x[x > 0]``, ``minigrad.where(x > 0, x, 0.0)``); the result
+    # has no gradient. Identity is ``is``. Tensors stay hashable by identity, so
+    # they still work as dict keys and set members.
+    __hash__ = object.__hash__
+
+    def _compare(self, other, f, symbol: str):
+        if isinstance(other, Tensor):
+            value = other.data
+        elif isinstance(other, (bool, int, float, np.number, np.bool_, np.ndarray, list, tuple)):
+            value = np.asarray(other)
+            if value.dtype.kind not in "biuf":
+                return NotImplemented
+        else:
+            return NotImplemented
+        self._note_read()  # the values leave the graph (a recording trace notes it)
+        if isinstance(other, Tensor):
+            other._note_read()
+        try:
+            return f(self.data, value)
+        except ValueError:
+            raise ValueError(f"{symbol}: shapes {self.shape} and {value.shape} cannot be "
+                             f"broadcast together") from None
+
+    def __eq__(self, other):
+        return self._compare(other, np.equal, "==")
+
+    def __ne__(self, other):
+        return self._compare(other, np.not_equal, "!=")
+
+    def __lt__(self, other):
+        return self._compare(other, np.less, "<")
+
+    def __le__(self, other):
+        return self._compare(other, np.less_equal, "<=")
+
+    def __gt__(self, other):
+        return self._compare(other, np.greater, ">")
+
+    def __ge__(self, other):
+        return self._compare(other, np.greater_equal, ">=")
+
+
+def _is_real_number(p: Any) -> bool:
+    return isinstance(p, (bool, int, float, np.integer, np.floating, np.bool_))
+
+
+def _real_operand(op: str, what: str, v: Any) -> Any:
+    """A Tensor, or a real number or numeric array to wrap as a constant; else TypeError."""
+    if isinstance(v, Tensor) or _is_real_number(v):
+        return v
+    if isinstance(v, np.ndarray) and v.dtype.kind in "biuf":
+        return v
+    kind = (f"a complex number ({v!r}); minigrad's tensors are real"
+            if isinstance(v, (complex, np.complexfloating)) or
+            (isinstance(v, np.ndarray) and v.dtype.kind == "c")
+            else f"{type(v).__name__} {v!r}")
+    raise TypeError(f"{op}: the {what} must be a real number, a Tensor or a numeric array, got {kind}")
+
+
 def _dead() -> None:
     return None
 
@@ -382,8 +539,8 @@ def _to_array(data: Any, where: str) -> np.ndarray:
     try:
         arr = np.asarray(data)
     except ValueError as e:
-        raise ValueError(f"{where}: cannot make an array of {type(data).__name__} ({e}); "
-                         f"nested lists must be rectangular") from None
+        raise ValueError(f"{where}: the data is ragged (nested lists of different lengths, "
+                         f"e.g. [[1, 2], [3]]) or otherwise not a rectangular array: {e}") from None
     _check_numeric(arr, where)
     return arr
 
@@ -396,7 +553,11 @@ def _index_target(t: Tensor, what: str, idx: Any) -> np.ndarray:
 
 
 def as_tensor(x: Any, like: Tensor | None = None) -> Tensor:
-    """Wrap a number or array as a constant leaf, in ``like``'s float dtype."""
+    """Wrap a number or array as a constant leaf, in ``like``'s float dtype.
+
+    A NumPy array is copied: an op may save its operand for backward, and the
+    caller refilling the array before ``backward()`` must not change the gradient.
+    """
     if isinstance(x, Tensor):
         return x
     arr = _to_array(x, "as_tensor")
@@ -404,7 +565,7 @@ def as_tensor(x: Any, like: Tensor | None = None) -> Tensor:
     if arr.dtype != dt:
         arr = arr.astype(dt)
     elif isinstance(x, np.ndarray):
-        arr = arr.copy()  # an op may save it: a later change of the caller's array must not reach it
+        arr = arr.copy()
     return Tensor._make(arr)
 
 

@@ -9,6 +9,7 @@ from conftest import needs_torch, torch
 
 import minigrad as mg
 from minigrad import Tensor, nn
+from minigrad.memory import MemoryProfiler
 from minigrad.planner import (
     Plan,
     binomial_reach,
@@ -19,7 +20,6 @@ from minigrad.planner import (
     sqrt_plan,
     uniform_plan,
 )
-from minigrad.memory import MemoryProfiler
 
 
 def blocks(n=6, width=8, dropout=0.0, generator=None, seed=0, act=nn.Tanh):

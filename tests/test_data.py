@@ -222,3 +222,100 @@ def test_the_data_file_is_declared_as_package_data():
     patterns = project["tool"]["setuptools"]["package-data"]["minigrad"]
     rel = data.DIGITS_PATH.relative_to(root / "minigrad").as_posix()
     assert any(fnmatch.fnmatch(rel, pat) for pat in patterns), f"{rel} would not ship"
+
+
+# ------------------------------------------------------- a strict load_npz
+
+def _npy_bytes(arr):
+    import io
+
+    buf = io.BytesIO()
+    np.save(buf, arr, allow_pickle=False)
+    return buf.getvalue()
+
+
+def _zip(path, members, compression=None):
+    import zipfile
+
+    with zipfile.ZipFile(path, "w", compression=compression or zipfile.ZIP_STORED) as zf:
+        for name, raw in members.items():
+            zf.writestr(name, raw)
+    return path
+
+
+def _header(shape, dtype="<f8"):
+    """A version 1.0 .npy header announcing ``shape`` of ``dtype``."""
+    d = repr({"descr": dtype, "fortran_order": False, "shape": shape}).encode("latin1")
+    d += b" " * (-(10 + len(d) + 1) % 64) + b"\n"
+    return b"\x93NUMPY\x01\x00" + len(d).to_bytes(2, "little") + d
+
+
+def test_well_formed_members_round_trip(tmp_path):
+    """A guard for the strict reader: every layout np.savez writes still loads exactly."""
+    import zipfile
+
+    arrays = {"a": np.arange(6.0).reshape(2, 3), "f": np.asfortranarray(np.arange(6).reshape(3, 2)),
+              "s": np.array(3.5), "b": np.array([True, False]), "e": np.zeros((0, 4))}
+    for name, saver in (("plain.npz", np.savez), ("small.npz", np.savez_compressed)):
+        np.savez(tmp_path / name, **arrays) if saver is np.savez else saver(tmp_path / name, **arrays)
+        got = load_npz(tmp_path / name)
+        assert sorted(got) == sorted(arrays)
+        for k, v in arrays.items():
+            np.testing.assert_array_equal(got[k], v)
+            assert got[k].dtype == v.dtype and got[k].shape == v.shape
+    assert zipfile.is_zipfile(tmp_path / "small.npz")
+
+
+def test_a_header_claiming_far_more_than_the_file_holds_is_refused_before_allocating(tmp_path):
+    bomb = _zip(tmp_path / "bomb.npz", {"x.npy": _header((10 ** 12,)) + b"\0" * 800})
+    assert bomb.stat().st_size < 2048
+    with pytest.raises(DataFileError, match=r"member 'x.npy' .* announces shape \(1000000000000,\) of "
+                                            r"float64 \(8,000,000,000,000 bytes\) but the member holds "
+                                            r"800 bytes"):
+        load_npz(bomb)
+
+
+def test_a_truncated_member_is_refused(tmp_path):
+    raw = _npy_bytes(np.arange(100.0))
+    path = _zip(tmp_path / "short.npz", {"x.npy": raw[:-8]})
+    with pytest.raises(DataFileError, match=r"member 'x.npy' .* announces shape \(100,\) of float64 "
+                                            r"\(800 bytes\) but the member holds 792 bytes"):
+        load_npz(path)
+    longer = _zip(tmp_path / "long.npz", {"x.npy": raw + b"\0"})
+    with pytest.raises(DataFileError, match=r"holds 801 bytes"):
+        load_npz(longer)
+
+
+def test_a_member_without_an_npy_header_is_refused(tmp_path):
+    path = _zip(tmp_path / "text.npz", {"x.npy": b"just some text, not an array\n"})
+    with pytest.raises(DataFileError, match=r"member 'x.npy' .* has no .npy header"):
+        load_npz(path)
+    bad = _zip(tmp_path / "hdr.npz", {"x.npy": b"\x93NUMPY\x01\x00\x10\x00{'descr': 1}   \n"})
+    with pytest.raises(DataFileError, match=r"member 'x.npy' .* has a malformed .npy header"):
+        load_npz(bad)
+
+
+def test_a_member_that_is_not_npy_is_refused(tmp_path):
+    path = _zip(tmp_path / "extra.npz", {"a.npy": _npy_bytes(np.ones(2)), "README.txt": b"hello"})
+    with pytest.raises(DataFileError, match=r"member 'README.txt' .* is not an .npy array"):
+        load_npz(path)
+
+
+@pytest.mark.parametrize("content", [b"a,b\n1,2\n", "npy"], ids=["text", "a plain .npy"])
+def test_a_file_that_is_not_a_zip_archive_is_refused(tmp_path, content):
+    path = tmp_path / "data.npz"
+    path.write_bytes(_npy_bytes(np.ones(3)) if content == "npy" else content)
+    with pytest.raises(DataFileError, match=r"is not a readable .npz file"):
+        load_npz(path)
+
+
+def test_a_corrupt_compressed_member_is_refused(tmp_path):
+    """A guard for the strict reader: zlib and CRC errors still become DataFileError."""
+    import zipfile
+
+    path = _zip(tmp_path / "c.npz", {"x.npy": _npy_bytes(np.arange(1000.0))}, zipfile.ZIP_DEFLATED)
+    raw = bytearray(path.read_bytes())
+    raw[200] ^= 0xFF                             # inside the compressed data
+    path.write_bytes(bytes(raw))
+    with pytest.raises(DataFileError):
+        load_npz(path)

@@ -360,7 +360,9 @@ def test_bad_views_name_the_op_and_shapes():
     with pytest.raises(ValueError, match=r"reshape: cannot reshape a tensor of shape \(2, 3\) \(6 elements\) "
                                          r"into shape \(4, 2\)"):
         x.reshape(4, 2)
-    with pytest.raises(ValueError, match=r"transpose: axes \(0, 0\) do not permute"):
+    with pytest.raises(RuntimeError, match=r"transpose: axis 0 appears more than once in \(0, 0\)"):
         x.transpose(0, 0)
+    with pytest.raises(ValueError, match=r"transpose: axes \(0,\) do not permute the 2 axes"):
+        x.transpose(0)
     with pytest.raises(IndexError, match=r"getitem: index .* is invalid for shape \(2, 3\)"):
         x[5]

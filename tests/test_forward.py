@@ -41,6 +41,21 @@ CASES = [
     ("layer_norm", lambda a, w: mg.layer_norm(a @ w) * 2.0, [(3, 4), (4, 5)], (-2, 2)),
     ("setitem and clone", lambda a, b: ops.SetItem.apply(a.clone() * 2.0, b, idx=(slice(0, 2),)),
      [(3, 4), (2, 4)], (-2, 2)),
+    ("abs sqrt", lambda a: (a - 0.3).abs() * (a * a + 1.0).sqrt(), [(3, 4)], (-2, 2)),
+    ("max and min reductions", lambda a: a.max(axis=1) * a.min(axis=0, keepdims=True).sum() + a.max(),
+     [(3, 4)], (-2, 2)),
+    ("maximum minimum where",
+     lambda a, b: mg.maximum(a, b) * mg.minimum(a, 0.5) + mg.where(a > 0, a * 3.0, b), [(3, 4), (4,)],
+     (-2, 2)),
+    ("pow with tensor exponents", lambda a, p: a ** p + 2.0 ** p, [(3, 4), (4,)], (0.5, 2)),
+    ("matmul batched and 1-D", lambda a, b, v: (a @ b) @ v + v @ b.T @ a[0].T, [(2, 3, 4), (4, 5), (5,)],
+     (-2, 2)),
+    ("concatenate stack squeeze unsqueeze",
+     lambda a, b: (mg.stack([a, b], axis=1).sum(axis=2)
+                   * mg.cat([a, b], axis=1)[:, 1:3].unsqueeze(0).squeeze(0)),
+     [(3, 4), (3, 4)], (-2, 2)),
+    ("expand permute flatten", lambda a: a.unsqueeze(0).expand(2, -1, -1).permute(2, 0, 1).flatten(1).tanh(),
+     [(3, 4)], (-2, 2)),
 ]
 IDS = [c[0] for c in CASES]
 

@@ -34,7 +34,8 @@ def test_relu_keeps_its_output_and_matmul_only_what_its_vjp_reads():
     h = z.relu()
     mm, relu = saved_values(h)
     # x needs no gradient, so dW = x.T @ g needs x, and nothing needs w (as PyTorch's MmBackward)
-    assert [(s.role, s.kind, s.shape, s.nbytes) for s in mm.saved] == [("input 0", "input", (5, 3), 5 * 3 * 8)]
+    assert [(s.role, s.kind, s.shape, s.nbytes) for s in mm.saved] == [
+        ("input 0", "input", (5, 3), 5 * 3 * 8)]
     (out,) = relu.saved
     assert (out.role, out.kind, out.dtype, out.nbytes) == ("output", "activation", "float64", 5 * 4 * 8)
     assert (mm.index, relu.index) == (1, 2)  # op1, op2 in draw_graph (t0 is w's accumulator)
@@ -56,11 +57,10 @@ def test_a_buffer_saved_twice_is_counted_once():
 
 def test_a_saved_view_counts_as_the_buffer_it_keeps_alive():
     w = Tensor(np.ones((4, 3)), requires_grad=True)
-    x = Tensor(np.ones((2, 3)))
-    x.requires_grad = True
+    x = Tensor(np.ones((2, 3)), requires_grad=True)
     out = x @ w.T                      # matmul saves a transposed view of w's data (for dx)
-    mem = saved_memory(out)            # (x requires grad too, so it is a parameter here)
-    assert mem["parameter"] == (12 + 6) * 8 and mem["total"] == (12 + 6) * 8
+    assert saved_memory(out) == {"parameter": (4 * 3 + 2 * 3) * 8, "input": 0, "activation": 0,
+                                 "extra": 0, "total": (12 + 6) * 8}
 
 
 def test_an_mlp_keeps_activations_and_masks_on_top_of_what_exists_anyway():

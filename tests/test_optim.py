@@ -263,3 +263,104 @@ def test_a_bad_gradient_changes_nothing(make):
 def test_bad_arguments(make, err, msg):
     with pytest.raises(err, match=msg):
         make(Tensor([1.0], requires_grad=True))
+
+
+# ----------------------------------------------- all parameters or none
+
+def _snapshot(opt):
+    """Every byte the optimizer may change: parameters, grads, buffers, step counts."""
+    def grad(g):
+        return repr(g) if not isinstance(g, np.ndarray) else (g.dtype, g.shape, g.tobytes())
+
+    return ([(p.data.dtype, p.data.tobytes(), p.data.flags.writeable, grad(p.grad)) for p in opt.params],
+            {i: {k: (v.tobytes() if isinstance(v, np.ndarray) else v) for k, v in s.items()}
+             for i, s in opt.state.items()},
+            opt.steps)
+
+
+def _nan(p):
+    p.grad[1] = np.nan
+
+
+def _inf(p):
+    p.grad[0] = -np.inf
+
+
+def _complex(p):
+    p.grad = p.grad + 1j
+
+
+def _read_only(p):
+    p.data.flags.writeable = False
+
+
+def _not_an_array(p):
+    p.grad = p.grad.tolist()
+
+
+@pytest.mark.parametrize("make", [
+    lambda ps: optim.SGD(ps, lr=0.1),
+    lambda ps: optim.SGD(ps, lr=0.1, momentum=0.9, weight_decay=0.01),
+    lambda ps: optim.Adam(ps, lr=0.1, weight_decay=0.01),
+], ids=["sgd", "momentum", "adam"])
+@pytest.mark.parametrize("spoil, err, msg", [
+    (_nan, ValueError, r"step: parameter 2 \(shape \(3,\)\) has a grad with 1 NaN and 0 inf"),
+    (_inf, ValueError, r"step: parameter 2 \(shape \(3,\)\) has a grad with 0 NaN and 1 inf"),
+    (_complex, ValueError, r"step: parameter 2 \(shape \(3,\)\) has a grad of dtype complex128; "
+                           r"a gradient must be real"),
+    (_read_only, ValueError, r"step: parameter 2 \(shape \(3,\)\) has read-only data"),
+    (_not_an_array, TypeError, r"step: parameter 2 \(shape \(3,\)\) has a grad of type list"),
+], ids=["nan", "inf", "complex", "read-only", "list"])
+def test_a_bad_parameter_anywhere_leaves_everything_bit_for_bit(make, spoil, err, msg):
+    ps = [Tensor([1.0, 2.0], requires_grad=True), Tensor([[0.5]], requires_grad=True),
+          Tensor([3.0, -1.0, 0.25], requires_grad=True)]
+    opt = make(ps)
+    for p in ps:
+        p.grad = np.full(p.shape, 0.5)
+    opt.step()                                   # buffers exist now
+    for p in ps:
+        p.grad = np.full(p.shape, 0.25)
+    spoil(ps[2])                                 # the last one: the others come first
+    before = _snapshot(opt)
+    with pytest.raises(err, match=msg):
+        opt.step()
+    assert _snapshot(opt) == before
+
+
+def test_a_good_step_after_a_refused_one_is_the_same_as_without_it():
+    a = Tensor([1.0, 2.0], requires_grad=True)
+    b = Tensor([1.0, 2.0], requires_grad=True)
+    oa, ob = optim.Adam([a], lr=0.1), optim.Adam([b], lr=0.1)
+    a.grad = np.array([np.nan, 1.0])
+    with pytest.raises(ValueError):
+        oa.step()
+    a.grad = b.grad = np.array([0.5, 1.0])
+    oa.step()
+    ob.step()
+    assert a.data.tobytes() == b.data.tobytes() and oa.state[0]["step"] == 1 and oa.steps == 1
+
+
+@pytest.mark.parametrize("make, err, msg", [
+    (lambda w: optim.SGD([w], lr="0.1"), TypeError, r"SGD: lr must be a number, got str '0.1'"),
+    (lambda w: optim.Adam([w], lr=True), TypeError, r"Adam: lr must be a number, got bool"),
+    (lambda w: optim.SGD([w], lr=0.1, momentum="0.9"), TypeError, r"SGD: momentum must be a number"),
+    (lambda w: optim.Adam([w], betas=("0.9", 0.999)), TypeError, r"Adam: betas\[0\] must be a number"),
+    (lambda w: optim.SGD([w * 2], lr=0.1), ValueError,
+     r"SGD: can't optimize a non-leaf Tensor: parameter 0 \(shape \(2,\)\) was computed by 'mul'"),
+    (lambda w: optim.SGD([w, w[:1]], lr=0.1), ValueError,
+     r"SGD: can't optimize a non-leaf Tensor: parameter 1"),
+])
+def test_bad_constructor_arguments(make, err, msg):
+    with pytest.raises(err, match=msg):
+        make(Tensor([1.0, 2.0], requires_grad=True))
+
+
+def test_parameters_sharing_memory_are_refused():
+    base = np.arange(6.0)
+    a = Tensor(base, requires_grad=True)
+    b = a.detach()[2:4].requires_grad_()         # a leaf whose data is a view of a's
+    c = Tensor(np.ones(2), requires_grad=True)
+    with pytest.raises(ValueError, match=r"Adam: parameters 0 \(shape \(6,\)\) and 2 \(shape \(2,\)\) "
+                                         r"share memory"):
+        optim.Adam([a, c, b])
+    optim.Adam([a, c])                           # separate buffers are fine

@@ -87,9 +87,10 @@ def test_detach_cuts_the_graph_but_shares_memory():
     assert d.parents == () and not d.requires_grad
 
 
-def test_pow_needs_a_number():
-    with pytest.raises(TypeError, match="pow"):
-        Tensor([1.0]) ** Tensor([2.0])
+def test_pow_needs_a_real_number_or_a_tensor():
+    for bad in ("2", 1j, [2.0], None):
+        with pytest.raises(TypeError, match="pow: the exponent must be a real number"):
+            Tensor([1.0]) ** bad
 
 
 def test_truth_and_float_of_one_element_tensors():

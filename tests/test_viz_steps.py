@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import minigrad as mg
-from minigrad import Function, Tensor
+from minigrad import Tensor
 from minigrad.viz import backward_steps
 from minigrad.viz.graph import PALETTE
 
