@@ -291,29 +291,34 @@ class MatMul(Function):
     name = "matmul"
 
     @staticmethod
-    def forward(ctx, a, b):
-        if a.ndim == 0 or b.ndim == 0:
-            raise ValueError(f"matmul: both operands must have at least one axis, got shapes "
-                             f"{a.shape} and {b.shape}; use * to multiply by a scalar")
-        ka, kb = a.shape[-1], b.shape[0] if b.ndim == 1 else b.shape[-2]
-        if ka != kb:
-            raise ValueError(
-                f"matmul: shapes {a.shape} and {b.shape} are not aligned: "
-                f"{ka} (dim {a.ndim - 1} of A) != {kb} (dim {max(b.ndim - 2, 0)} of B)")
-        try:
-            np.broadcast_shapes(a.shape[:-2], b.shape[:-2])
-        except ValueError:
-            raise ValueError(f"matmul: the batch dimensions {a.shape[:-2]} and {b.shape[:-2]} of "
-                             f"shapes {a.shape} and {b.shape} cannot be broadcast together") from None
+    def _save(ctx, a, b) -> None:
+        """Check the shapes; save what the VJP reads for the inputs that need grad."""
+        if not (a.ndim == 2 and b.ndim == 2 and a.shape[1] == b.shape[0]):  # else: the slow checks
+            if a.ndim == 0 or b.ndim == 0:
+                raise ValueError(f"matmul: both operands must have at least one axis, got shapes "
+                                 f"{a.shape} and {b.shape}; use * to multiply by a scalar")
+            ka, kb = a.shape[-1], b.shape[0] if b.ndim == 1 else b.shape[-2]
+            if ka != kb:
+                raise ValueError(
+                    f"matmul: shapes {a.shape} and {b.shape} are not aligned: "
+                    f"{ka} (dim {a.ndim - 1} of A) != {kb} (dim {max(b.ndim - 2, 0)} of B)")
+            try:
+                np.broadcast_shapes(a.shape[:-2], b.shape[:-2])
+            except ValueError:
+                raise ValueError(f"matmul: the batch dimensions {a.shape[:-2]} and {b.shape[:-2]} of "
+                                 f"shapes {a.shape} and {b.shape} cannot be broadcast together") from None
         need_a, need_b = _needs(ctx, 2)
         ctx.save_for_backward(a if need_b else None, b if need_a else None)
         ctx.shapes, ctx.dtypes = (a.shape, b.shape), (a.dtype, b.dtype)
+
+    @staticmethod
+    def forward(ctx, a, b):
+        MatMul._save(ctx, a, b)
         return a @ b
 
     @classmethod
     def forward_kept(cls, ctx, out, a, b):  # selective recomputation: save, do not multiply again
-        need_a, need_b = ctx.needs_input_grad
-        ctx.save_for_backward(a if need_b else None, b if need_a else None)
+        MatMul._save(ctx, a, b)
         return out
 
     @staticmethod

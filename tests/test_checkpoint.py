@@ -356,3 +356,32 @@ def test_measured_peaks_follow_the_planners_memory_model():
         measured = prof.timeline.peak() - before
         predicted = simulate_plan(plan, [8] * n, [8] * n)["peak"] * batch * width
         assert 2 * array <= measured - predicted <= 7 * array, (plan, measured / array, predicted / array)
+
+
+def test_selective_recomputation_keeps_the_matmuls_and_recomputes_the_rest():
+    model = blocks(4, width=8, act=nn.Tanh)
+    x = Tensor(np.random.default_rng(0).normal(size=(5, 8)), requires_grad=True)
+    model(x).sum().backward()
+    want = [p.grad.copy() for p in model.parameters()] + [x.grad.copy()]
+    for p in [*model.parameters(), x]:
+        p.grad = None
+    policy = mg.checkpointing.save_ops("matmul")
+    with mg.count_ops() as ops:
+        y = mg.checkpoint(model, x, policy=policy)
+        (node,) = [n for n in mg.topological_order(y) if n.name == "checkpoint"]
+        kept = [a for a in node.kept if a is not None]
+        assert len(kept) == 4 and all(a.shape == (5, 8) for a in kept)   # one matmul output per block
+        y.sum().backward()
+    # the matmuls ran once (forward) and were reused in the recomputation; tanh ran twice
+    assert ops.forward["matmul"] == 4 and ops.forward["tanh"] == 8
+    got = [p.grad for p in model.parameters()] + [x.grad]
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(g, w, rtol=1e-12)
+    with mg.count_ops() as full:
+        mg.checkpoint(model, x).sum().backward()
+    assert full.forward["matmul"] == 8 and full.forward["tanh"] == 8
+
+
+def test_a_policy_must_be_callable():
+    with pytest.raises(TypeError, match="checkpoint: policy must be callable"):
+        mg.checkpoint(lambda t: t * 2, Tensor([1.0], requires_grad=True), policy="matmul")
