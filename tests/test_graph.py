@@ -327,35 +327,55 @@ def test_no_module_outside_viz_imports_viz():
 
 
 def test_the_readings_example_trains_as_numpy_does():
-    """A two-layer network (matmul, relu, softmax, cross-entropy) against hand-written NumPy."""
-    rng = np.random.default_rng(0)
-    X = rng.standard_normal((6, 3))
-    Y = rng.integers(0, 2, size=6)
-    W1v, W2v = rng.standard_normal((3, 4)) * 0.5, rng.standard_normal((4, 2)) * 0.5
-    W1, W2 = Tensor(W1v.copy(), requires_grad=True), Tensor(W2v.copy(), requires_grad=True)
-    lr = 0.1
-    for _ in range(20):
-        # minigrad
-        loss = (Tensor(X) @ W1).relu().__matmul__(W2).softmax().cross_entropy(Y)
-        W1.zero_grad()
-        W2.zero_grad()
+    """The course's two-layer example (matmul, relu, softmax, cross-entropy; ``w.data -= lr * w.grad``),
+    written as a learner of the reading would, against the same steps written out in NumPy."""
+    np.random.seed(0)
+    X = np.array([[1.0, 2.0, 1.0], [2.0, 0.0, 1.0], [0.0, 1.0, 2.0]])
+    Y = np.array([0, 1, 1])
+    w1 = Tensor(np.random.randn(3, 4) * 0.1, requires_grad=True)
+    w2 = Tensor(np.random.randn(4, 2) * 0.1, requires_grad=True)
+    W1v, W2v = w1.data.copy(), w2.data.copy()
+    x, lr, rows = Tensor(X), 0.5, np.arange(3)
+    for _ in range(50):
+        for p in (w1, w2):
+            p.zero_grad()
+        loss = ((x @ w1).relu() @ w2).softmax(axis=1).cross_entropy(Y)
         loss.backward()
-        with mg.no_grad():
-            W1 -= lr * W1.grad
-            W2 -= lr * W2.grad
-        # NumPy by hand
+        w1.data -= lr * w1.grad
+        w2.data -= lr * w2.grad
         z = X @ W1v
         h = np.maximum(z, 0)
         s = h @ W2v
         e = np.exp(s - s.max(axis=1, keepdims=True))
         p = e / e.sum(axis=1, keepdims=True)
-        ref = -np.log(np.clip(p[np.arange(6), Y], 1e-12, 1)).mean()
+        ref = -np.log(np.clip(p[rows, Y], 1e-12, 1)).mean()
         ds = p.copy()
-        ds[np.arange(6), Y] -= 1
-        ds /= 6
-        dW2 = h.T @ ds
+        ds[rows, Y] -= 1
+        ds /= 3
         dW1 = X.T @ ((ds @ W2v.T) * (z > 0))
+        W2v -= lr * (h.T @ ds)
         W1v -= lr * dW1
-        W2v -= lr * dW2
         assert abs(loss.item() - ref) < 1e-12
-    np.testing.assert_allclose(W1.data, W1v, atol=1e-12)
+    np.testing.assert_allclose(w1.data, W1v, atol=1e-12)
+    np.testing.assert_allclose(w2.data, W2v, atol=1e-12)
+
+
+def test_a_hook_that_raises_leaves_every_grad_as_it_was_and_a_truthful_retry_error():
+    w = Tensor([1.0, 2.0], requires_grad=True)
+    y = (w * w).tanh().sum()
+
+    def bad(event, fn, *rest):
+        if event == "backward" and fn.name == "tanh":
+            raise KeyError("the hook broke")
+
+    with pytest.raises(KeyError), mg.op_hook(bad):
+        y.backward()
+    assert w.grad is None
+    with pytest.raises(RuntimeError, match="stopped with an error .*KeyError"):
+        y.backward()
+
+
+def test_checkpoint_sequential_names_a_layer_that_returns_a_tuple():
+    layers = [lambda t: t * 2.0, lambda t: (t, t)]
+    with pytest.raises(TypeError, match="checkpoint_sequential: a layer returned a tuple"):
+        mg.checkpoint_sequential(layers, 1, Tensor([1.0], requires_grad=True))
