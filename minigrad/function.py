@@ -152,19 +152,11 @@ class Context:
                  "__weakref__")
 
     def __init__(self, fn: type[Function], needs_input_grad: tuple[bool, ...]):
+        # Only what forward reads is set here; a recorded node gets the rest in _link
+        # (an op call that records nothing never needs it).
         self.fn = fn
         self.saved: tuple | None = ()
         self.needs_input_grad = needs_input_grad
-        self.parents: tuple = ()
-        self.versions: tuple = ()
-        self.roles: tuple = ()       # per saved value: input index, -1 (the output) or None (new)
-        self._inputs: tuple = ()     # weak references to the input tensors (for t.parents, drawing)
-        self._shapes: tuple = ()     # the inputs' shapes (to check what a VJP returns)
-        self._out = _dead            # weak reference to the output tensor
-        self._retain = False         # the output asked for retain_grad()
-        self._freed_by: str | None = None
-        self.created_at: str | None = None        # 'file:line in fn' (anomaly mode only)
-        self.created_frame: traceback.FrameSummary | None = None
 
     @property
     def name(self) -> str:
@@ -385,11 +377,15 @@ def _link(ctx: Context, tensors: Sequence, arrays: list, out) -> None:
         elif t.grad_fn is not None:
             edges.append(t.grad_fn)
         else:
-            edges.append(gradient_edge(t))
+            acc = t._acc()
+            edges.append(acc if acc is not None else gradient_edge(t))
     ctx.parents = tuple(edges)
     ctx._inputs = tuple([weakref.ref(t) for t in tensors])
     ctx._shapes = tuple([a.shape for a in arrays])
     ctx._out = weakref.ref(out)
+    ctx._retain = False         # the output asked for retain_grad()
+    ctx._freed_by = None        # why the saved values were freed, if an error did it
+    ctx.created_at = ctx.created_frame = None   # where the op was called (anomaly mode only)
     saved = ctx.saved
     if saved:
         roles, versions = [], []
@@ -408,6 +404,8 @@ def _link(ctx: Context, tensors: Sequence, arrays: list, out) -> None:
             roles.append(role)
         ctx.roles = tuple(roles)
         ctx.versions = tuple(versions)
+    else:
+        ctx.roles = ctx.versions = ()
 
 
 def _wrap_constants(inputs: tuple) -> tuple:
