@@ -41,6 +41,8 @@ $(STAMP): pyproject.toml
 	  echo "Run: make PYTHON=python3.11 test   (or any python >= 3.10)"; exit 1; }
 	@[ -x $(BIN)/python ] || $(PYTHON) -m venv $(VENV) || { \
 	  echo "Could not create $(VENV). On Debian/Ubuntu: sudo apt-get install -y python3-venv"; exit 1; }
+	@# The distribution used to be called minigrad, like an unrelated PyPI project.
+	@$(BIN)/python -m pip uninstall --quiet --yes minigrad 2>/dev/null || true
 	$(BIN)/python -m pip install --quiet -e '.[course]'
 	@touch $(STAMP)
 

@@ -55,3 +55,63 @@ def test_lab_keeps_its_token_and_binds_localhost():
 def test_nbval_is_strict():
     make = (ROOT / "Makefile").read_text()
     assert "--nbval " in make and "--nbval-lax" not in make
+
+
+# ------------------------------------------------------------ licence, name
+
+
+def pyproject() -> dict:
+    return tomllib.loads((ROOT / "pyproject.toml").read_text())
+
+
+def test_licences_are_declared_and_shipped():
+    project = pyproject()["project"]
+    # PEP 639: an SPDX expression and the files that hold the texts.
+    assert isinstance(project["license"], str), "license must be an SPDX expression (PEP 639)"
+    terms = set(re.split(r"\s+(?:AND|OR)\s+", project["license"]))
+    assert "MIT" in terms
+    # The wheel ships the digits data, which are CC BY 4.0.
+    assert (ROOT / "minigrad" / "datasets" / "digits.npz").exists() and "CC-BY-4.0" in terms
+    assert set(project["license-files"]) >= {"LICENSE", "LICENSE-CONTENT"}
+    for name in project["license-files"]:
+        assert (ROOT / name).is_file(), f"{name} is listed in license-files but missing"
+    assert "MIT License" in (ROOT / "LICENSE").read_text()
+    content = " ".join((ROOT / "LICENSE-CONTENT").read_text().split())
+    assert "Creative Commons Attribution 4.0 International" in content
+    assert "https://creativecommons.org/licenses/by/4.0/legalcode" in content
+    # With a licence expression, setuptools refuses "License ::" classifiers.
+    assert not [c for c in project.get("classifiers", []) if c.startswith("License ::")]
+    readme = (ROOT / "README.md").read_text()
+    assert "## Licence" in readme and "LICENSE-CONTENT" in readme and "CC BY 4.0" in readme
+
+
+def test_build_backend_supports_pep_639():
+    requires = pyproject()["build-system"]["requires"]
+    setuptools = [r for r in requires if re.match(r"setuptools\b", r)]
+    assert setuptools, "the build needs setuptools"
+    low = re.search(r">=\s*(\d+)", setuptools[0])
+    high = re.search(r"<\s*(\d+)", setuptools[0])
+    assert low and int(low.group(1)) >= 77, "PEP 639 licence metadata needs setuptools >= 77"
+    assert high and int(high.group(1)) > int(low.group(1)), "give setuptools an upper bound"
+
+
+def test_distribution_has_a_name_of_its_own():
+    project = pyproject()["project"]
+    # PyPI's "minigrad" is another project; the import name stays minigrad.
+    name = re.sub(r"[-_.]+", "-", project["name"]).lower()
+    assert name != "minigrad"
+    assert name == "minigrad-course"
+    assert pyproject()["tool"]["setuptools"]["packages"]["find"]["include"] == ["minigrad*"]
+    readme = (ROOT / "README.md").read_text()
+    assert "pip install minigrad\n" not in readme and "pip install minigrad " not in readme
+
+
+def test_project_metadata_points_to_one_home():
+    project = pyproject()["project"]
+    assert project["authors"] == [{"name": "The minigrad course authors"}]
+    home = "https://github.com/minigrad-course/minigrad-course"
+    urls = project["urls"]
+    assert set(urls) >= {"Homepage", "Documentation", "Source", "Issues"}
+    assert all(u.startswith(home) for u in urls.values()), urls
+    assert home in (ROOT / "README.md").read_text()
+    assert any(c.startswith("Programming Language :: Python :: 3") for c in project["classifiers"])
