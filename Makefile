@@ -77,10 +77,15 @@ e2e: $(STAMP) dot trust
 	$(BIN)/python tools/e2e.py
 
 # -------------------------------------------------------- maintenance
-# Restart & Run All, saved in place: outputs kept, execution counts 1..n.
+# Restart & Run All, saved in place: outputs kept, execution counts 1..n. No run
+# timestamps are recorded (and old ones are stripped), and figures are saved as
+# 256-colour PNGs, so a re-run changes only what the notebooks show.
 execute: $(STAMP) dot
 	$(BIN)/jupyter nbconvert --to notebook --execute --inplace \
-	  --ExecutePreprocessor.timeout=900 --ExecutePreprocessor.kernel_name=python3 $(NBS)
+	  --ExecutePreprocessor.timeout=900 --ExecutePreprocessor.kernel_name=python3 \
+	  --ExecutePreprocessor.record_timing=False $(NBS)
+	$(BIN)/python tools/strip_notebooks.py $(NBS)
+	$(BIN)/python tools/shrink_pngs.py $(NBS)
 	$(BIN)/python -m pytest -q tests/test_notebooks.py
 
 # `make execute NBS=notebooks/03_backpropagation.ipynb` runs just that one.
