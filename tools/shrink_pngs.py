@@ -110,7 +110,8 @@ def main(argv: list[str] | None = None) -> int:
             if args.check:
                 print(f"{path}: {changed} PNGs would shrink by {saved // 1024} KB")
             else:
-                print(f"{path}: {changed} PNGs shrunk; {before // 1024} KB -> {path.stat().st_size // 1024} KB")
+                after = path.stat().st_size
+                print(f"{path}: {changed} PNGs shrunk; {before // 1024} KB -> {after // 1024} KB")
     if args.check:
         return 1 if dirty else 0
     print(f"shrink_pngs: {len(dirty)} of {len(paths)} notebooks changed")
