@@ -46,10 +46,50 @@ def test_ci_runs_the_readme_test_command():
 
 
 def test_lab_keeps_its_token_and_binds_localhost():
+    # tests/test_lab.py starts the lab and checks this for real; here, the text.
     make = (ROOT / "Makefile").read_text()
-    lab = make.split("\nlab:", 1)[1].split("\n\n", 1)[0]
-    assert "127.0.0.1" in lab
-    assert "token=''" not in lab and "token=\"\"" not in lab and "disable_check_xsrf" not in lab
+    serve = make.split("define serve_lab", 1)[1].split("endef", 1)[0]
+    assert "--ServerApp.ip=127.0.0.1" in serve
+    run = make.split("define LAB_RUN_PY", 1)[1].split("endef", 1)[0]
+    assert "secrets.token_hex(24)" in run and "TOKEN is empty" in run
+    for text in (serve, run, make):
+        assert "token=''" not in text and "token=\"\"" not in text and "disable_check_xsrf" not in text
+    config = make.split("\n$(LABCONF)/jupyter_server_config.py:", 1)[1].split("\n\n", 1)[0]
+    assert "c.IdentityProvider.token = os.environ[\"JUPYTER_TOKEN\"]" in config
+    assert "c.ServerApp.ip = \"127.0.0.1\"" in config
+
+
+def test_lab_does_not_need_dot_but_the_tests_do():
+    make = (ROOT / "Makefile").read_text()
+
+    def prerequisites(target):
+        return make.split(f"\n{target}:", 1)[1].split("\n", 1)[0].split()
+
+    assert "dot-optional" in prerequisites("lab") and "dot" not in prerequisites("lab")
+    assert "dot-optional" in prerequisites("lab-student")
+    assert "dot" in prerequisites("unit") and "dot" in prerequisites("nbtest")
+    optional = make.split("\ndot-optional:", 1)[1].split("\n\n", 1)[0]
+    assert "ensure_program.sh" in optional and "||" in optional
+
+
+def test_jupyter_trust_runs_only_when_a_notebook_changes():
+    make = (ROOT / "Makefile").read_text()
+    rule = make.split("\n$(TRUSTED):", 1)[1].split("\n\n", 1)[0]
+    assert rule.split("\n", 1)[0].split("|")[0].split() == ["$(NOTEBOOKS)"]
+    assert "jupyter trust" in rule and "touch $@" in rule
+    assert re.search(r"^TRUSTED\s*:=\s*\$\((VENV)\)/", make, re.M)
+    assert "$(TRUSTED)" in make.split("\nlab:", 1)[1].split("\n", 1)[0]
+
+
+def test_installing_never_waits_for_a_password():
+    script = (ROOT / "tools" / "ensure_program.sh").read_text()
+    code = [ln.split("#", 1)[0] for ln in script.split("cat >&2", 1)[0].splitlines()]
+    # Every sudo that runs a command is `sudo -n`, which fails instead of prompting.
+    runs = [m for ln in code for m in re.finditer(r"(?<![$\w\"-])sudo\s+(\S+)", ln)
+            if not ln[:m.start()].endswith("command -v ")]
+    assert runs, "ensure_program.sh no longer uses sudo; update this test"
+    assert all(m.group(1) == "-n" for m in runs), [m.group(0) for m in runs]
+    assert 'sudo="sudo -n"' in script
 
 
 def test_nbval_is_strict():
@@ -115,3 +155,37 @@ def test_project_metadata_points_to_one_home():
     assert all(u.startswith(home) for u in urls.values()), urls
     assert home in (ROOT / "README.md").read_text()
     assert any(c.startswith("Programming Language :: Python :: 3") for c in project["classifiers"])
+
+
+# ------------------------------------------------------- conda, binder, pins
+
+
+def constraints() -> dict[str, str]:
+    pins = {}
+    for line in (ROOT / "constraints.txt").read_text().splitlines():
+        line = line.split("#", 1)[0].strip()
+        if line:
+            name, _, version = line.partition("==")
+            assert version, f"constraints.txt: {line!r} is not pinned with =="
+            pins[re.sub(r"[-_.]+", "-", name).lower()] = version
+    return pins
+
+
+def test_constraints_pin_the_course_and_leave_torch_out():
+    pins = constraints()
+    project = pyproject()["project"]
+    wanted = project["dependencies"] + project["optional-dependencies"]["course"]
+    for dep in wanted:
+        if "python_version < '3.11'" in dep:
+            continue
+        name = re.sub(r"[-_.]+", "-", re.split(r"[<>=!~; \[]", dep, maxsplit=1)[0]).lower()
+        assert name in pins, f"constraints.txt does not pin {name}"
+    assert pins["jupyterlab"].startswith("4."), "the course runs on JupyterLab 4"
+    assert not {n for n in pins if n == "torch" or n.startswith(("nvidia-", "triton"))}
+    assert "minigrad-course" not in pins and "minigrad" not in pins
+    header = (ROOT / "constraints.txt").read_text()
+    assert re.search(r"^# Python: 3\.\d+$", header, re.M), "constraints.txt must say which Python it is for"
+    make = (ROOT / "Makefile").read_text()
+    assert "-c $(CONSTRAINTS)" in make and re.search(r"^CONSTRAINTS\s*\?=\s*constraints\.txt$", make, re.M)
+    upgrade = make.split("\nupgrade:", 1)[1].split("\n\n", 1)[0]
+    assert "jupyterlab<5" in upgrade and "pip freeze" in upgrade and "constraints.txt" in upgrade
