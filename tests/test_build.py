@@ -1,5 +1,6 @@
 """The project's own files agree with each other."""
 
+import os
 import pathlib
 import re
 
@@ -160,6 +161,41 @@ def test_project_metadata_points_to_one_home():
 # ------------------------------------------------------- conda, binder, pins
 
 
+def yaml_section(name: str) -> dict[str, str]:
+    """The `key: value` lines under a top-level `name:` of environment.yml (a flat mapping)."""
+    values, inside = {}, False
+    for line in (ROOT / "environment.yml").read_text().splitlines():
+        code = line.split("#", 1)[0].rstrip()
+        if not code:
+            continue
+        if not code.startswith(" "):
+            inside = code == f"{name}:"
+            continue
+        m = re.match(r"\s+([A-Za-z_][A-Za-z0-9_]*):\s*(.*)", code)
+        if inside and m:
+            values[m.group(1)] = m.group(2).strip().strip("\"'")
+    return values
+
+
+def test_environment_yml_can_run_the_tests():
+    text = (ROOT / "environment.yml").read_text()
+    conda = conda_dependencies()
+    # tomllib is in the standard library from 3.11; before that the tests need tomli.
+    python = re.search(r"^\s+-\s+python\s*>=\s*3\.(\d+)", text, re.M)
+    assert python and (int(python.group(1)) >= 11 or "tomli" in conda)
+    assert yaml_section("variables").get("PYTHONHASHSEED") == "0"
+    assert re.search(r"^export PYTHONHASHSEED\s*:?=\s*0$", (ROOT / "Makefile").read_text(), re.M)
+    # The documented test command is the one `make test` runs.
+    commands = [ln for ln in text.splitlines() if "pytest" in ln and "--nbval" in ln]
+    assert commands, "environment.yml should say how to run the tests"
+    command = commands[0]
+    for part in ("PYTHONHASHSEED=0", "pytest tests", "--nbval ", "--nbval-current-env",
+                 "--nbval-sanitize-with tests/nbval_sanitize.cfg", "notebooks"):
+        assert part in command, f"the test command lacks {part!r}"
+    assert "--nbval-lax" not in command
+    assert (ROOT / "tests" / "nbval_sanitize.cfg").is_file()
+
+
 def constraints() -> dict[str, str]:
     pins = {}
     for line in (ROOT / "constraints.txt").read_text().splitlines():
@@ -189,3 +225,35 @@ def test_constraints_pin_the_course_and_leave_torch_out():
     assert "-c $(CONSTRAINTS)" in make and re.search(r"^CONSTRAINTS\s*\?=\s*constraints\.txt$", make, re.M)
     upgrade = make.split("\nupgrade:", 1)[1].split("\n\n", 1)[0]
     assert "jupyterlab<5" in upgrade and "pip freeze" in upgrade and "constraints.txt" in upgrade
+
+
+def test_binder_builds_the_course():
+    binder = ROOT / "binder"
+    runtime = (binder / "runtime.txt").read_text().strip()
+    m = re.fullmatch(r"python-3\.(\d+)", runtime)
+    assert m, f"runtime.txt should name a Python version, not {runtime!r}"
+    low = re.match(r">=\s*3\.(\d+)", pyproject()["project"]["requires-python"])
+    assert int(m.group(1)) >= int(low.group(1))
+    # The same Python as the pinned versions, so that they exist for it.
+    assert f"# Python: 3.{m.group(1)}" in (ROOT / "constraints.txt").read_text()
+
+    requirements = {}
+    for line in (binder / "requirements.txt").read_text().splitlines():
+        line = line.split("#", 1)[0].strip()
+        if line:
+            name, _, version = line.partition("==")
+            requirements[re.sub(r"[-_.]+", "-", name).lower()] = version
+    pins = constraints()
+    for dep in pyproject()["project"]["dependencies"]:
+        name = re.split(r"[<>=!~; ]", dep, maxsplit=1)[0].lower()
+        assert requirements.get(name) == pins[name], f"binder/requirements.txt: {name} as in constraints.txt"
+    assert "graphviz" in (binder / "apt.txt").read_text().split()
+
+    post = binder / "postBuild"
+    assert os.access(post, os.X_OK), "postBuild must be executable"
+    script = [ln.split("#", 1)[0] for ln in post.read_text().splitlines()]
+    assert any(re.search(r"pip install (--no-deps )?(-e )?\.(\s|$)", ln) for ln in script), \
+        "postBuild must install the package"
+    text = "\n".join(script)
+    assert "tools/make_student.py" in text and "jupyter trust" in text
+    assert '"fetchNews": "false"' in text
