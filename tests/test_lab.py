@@ -238,3 +238,10 @@ def test_lab_and_lab_student_share_one_recipe():
     assert "$(NOTEBOOKS)" in stamp_rule.splitlines()[0] and "tools/make_student.py" in stamp_rule
     serve = make.split("define serve_lab", 1)[1].split("endef", 1)[0]
     assert "--ServerApp.ip=127.0.0.1" in serve and "--LabApp.news_url=None" in serve
+
+
+def test_readme_sends_learners_to_lab_student_and_says_what_lab_is_for():
+    readme = " ".join((ROOT / "README.md").read_text().split())
+    assert re.search(r"Learners: `make lab-student`", readme)
+    assert re.search(r"Instructors: `make lab`\.\*\* It serves the reference notebooks", readme)
+    assert "make lab TOKEN=" in readme and "127.0.0.1" in readme
