@@ -144,10 +144,12 @@ def listening_addresses(port: int) -> set[str]:
 
 
 def test_the_open_user_config_really_opens_a_plain_server(user_env, tmp_path, servers):
-    # Without this, the next test would prove nothing.
+    # Without this, the next test would prove nothing. (It listens on 127.0.0.1
+    # only, all the same: an open server must not be reachable from elsewhere.)
     port = free_port()
-    server = Server([str(BIN / "jupyter"), "lab", "--no-browser", "--allow-root", f"--ServerApp.port={port}",
-                     "--ServerApp.port_retries=0", f"--ServerApp.root_dir={tmp_path}"], user_env)
+    server = Server([str(BIN / "jupyter"), "lab", "--no-browser", "--allow-root", "--ServerApp.ip=127.0.0.1",
+                     f"--ServerApp.port={port}", "--ServerApp.port_retries=0",
+                     f"--ServerApp.root_dir={tmp_path}"], user_env)
     servers.append(server)
     assert server.wait_for(lambda: "is running at" in server.output), server.output
     assert status(port)[0] == 200, "the user config should have turned the token off"
