@@ -1,13 +1,15 @@
-# minigrad: the course's commands. `make test` and `make lab` set everything up.
+# minigrad: the course's commands. `make test`, `make lab-student` and `make lab` set everything up.
 #
 #   make test     unit tests, then every notebook under strict nbval
-#   make lab      JupyterLab on notebooks/, localhost only, with its token
+#   make lab-student  learners: JupyterLab on the exercises (build/student/), localhost only, with a token
+#   make lab      instructors: JupyterLab on the reference notebooks (notebooks/), the same way
 #   make execute  re-run every notebook in place (Restart & Run All)
 #   make e2e      instructors: open every notebook in JupyterLab in headless Chromium
 #   make lint     ruff on the package, the tests and the notebooks
 #   make torch    add PyTorch to .venv (optional; enables the comparisons)
 #   make student  write build/student/: exercises blanked, outputs cleared
 #   make bench    time minigrad against hand-written NumPy (and PyTorch): benchmarks/RESULTS.md
+#   make upgrade  re-resolve constraints.txt to the newest versions that work together, rebuild .venv
 #   make clean    remove caches and build output (`make distclean` also drops .venv)
 
 SHELL      := /bin/bash
@@ -34,26 +36,76 @@ help:
 	@sed -n '/^#   make /p' Makefile | sed 's/^# \{0,1\}//'
 
 # ------------------------------------------------------------------ set-up
-# The venv is (re)built only when pyproject.toml changes.
-$(STAMP): pyproject.toml
+.PHONY: lab-student dot-optional upgrade
+
+# Known-good versions of everything the course installs (see `make upgrade`).
+# They were resolved on one Python version (the file says which); on another,
+# or with `make venv CONSTRAINTS=`, the newest versions are installed instead.
+CONSTRAINTS ?= constraints.txt
+
+# The venv is (re)built only when pyproject.toml or the constraints change.
+$(STAMP): pyproject.toml $(CONSTRAINTS)
 	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 10))' || { \
 	  echo "minigrad needs Python 3.10 or newer; '$(PYTHON)' is $$($(PYTHON) --version 2>&1)."; \
 	  echo "Run: make PYTHON=python3.11 test   (or any python >= 3.10)"; exit 1; }
 	@[ -x $(BIN)/python ] || $(PYTHON) -m venv $(VENV) || { \
 	  echo "Could not create $(VENV). On Debian/Ubuntu: sudo apt-get install -y python3-venv"; exit 1; }
-	$(BIN)/python -m pip install --quiet -e '.[course]'
+	@# The distribution used to be called minigrad, like an unrelated PyPI project.
+	@$(BIN)/python -m pip uninstall --quiet --yes minigrad 2>/dev/null || true
+	@pin=; if [ -n "$(CONSTRAINTS)" ]; then \
+	  want=$$(sed -n 's/^# Python: *//p' $(CONSTRAINTS)); \
+	  have=$$($(BIN)/python -c 'import sys; print("%d.%d" % sys.version_info[:2])'); \
+	  if [ "$$want" = "$$have" ]; then pin="-c $(CONSTRAINTS)"; \
+	  else echo "Note: $(CONSTRAINTS) holds versions known to work on Python $$want; this is" \
+	    "Python $$have, so the newest versions are installed instead."; fi; \
+	fi; \
+	echo "$(BIN)/python -m pip install --quiet $$pin -e '.[course]'"; \
+	$(BIN)/python -m pip install --quiet $$pin -e '.[course]' || { \
+	  [ -n "$$pin" ] && echo "Installing the versions in $(CONSTRAINTS) failed; trying the newest ones." && \
+	  $(BIN)/python -m pip install --quiet -e '.[course]'; }
 	@touch $(STAMP)
 
 venv: $(STAMP)
 
+# Re-resolve the constraints: install the course into a throw-away venv without
+# them (JupyterLab kept at 4.x), write what was installed to constraints.txt,
+# then bring .venv up to it. Review `git diff constraints.txt`, then `make test`.
+# PyTorch stays out: `make torch` installs $(TORCH_SPEC).
+upgrade:
+	@tmp=$$(mktemp -d) && trap 'rm -rf "$$tmp"' EXIT && \
+	echo "Resolving the newest versions in a fresh venv ($$tmp)..." && \
+	$(PYTHON) -m venv "$$tmp/venv" && \
+	"$$tmp/venv/bin/python" -m pip install --quiet '.[course]' 'jupyterlab<5' && \
+	{ echo "# Known-good versions of everything \`pip install -e '.[course]'\` installs; the venv"; \
+	  echo "# bootstrap installs with them (pip install -c constraints.txt). \`make upgrade\`"; \
+	  echo "# writes this file anew from a fresh install with jupyterlab<5. PyTorch is not"; \
+	  echo "# here (\`make torch\` installs $(TORCH_SPEC))."; \
+	  echo "# Python: $$("$$tmp/venv/bin/python" -c 'import sys; print("%d.%d" % sys.version_info[:2])')"; \
+	  "$$tmp/venv/bin/python" -m pip freeze --exclude minigrad-course | LC_ALL=C sort -f; \
+	} > "$$tmp/constraints.txt" && \
+	grep -qi '^jupyterlab==4\.' "$$tmp/constraints.txt" && \
+	mv "$$tmp/constraints.txt" constraints.txt && echo "Wrote constraints.txt."
+	@$(MAKE) --no-print-directory venv
+
 # Graphviz's `dot` draws the graphs. Install it where we can, else say how.
+# The tests need it; the lab goes on without it, because saved graphs display
+# anyway (only cells that draw a new graph fail until it is installed).
 dot:
 	@tools/ensure_program.sh dot graphviz graphviz "Graphviz's dot program"
 
+dot-optional:
+	@tools/ensure_program.sh dot graphviz graphviz "Graphviz's dot program" || \
+	  echo "Going on without it: the saved graphs display, but cells that draw a graph will fail." >&2
+
 # JupyterLab shows saved SVG (the graphs) only for trusted notebooks; these are
-# the course's own, so mark them trusted for this user.
-trust: $(STAMP)
+# the course's own, so mark them trusted for this user. Redone only when a
+# notebook changes.
+TRUSTED := $(VENV)/.trusted
+$(TRUSTED): $(NOTEBOOKS) | $(STAMP)
 	@$(BIN)/jupyter trust $(NOTEBOOKS) >/dev/null
+	@touch $@
+
+trust: $(TRUSTED)
 
 # ------------------------------------------------------------------- tests
 test: unit nbtest
@@ -65,8 +117,126 @@ nbtest: $(STAMP) dot
 	$(BIN)/python -m pytest -q $(NBVAL) $(NOTEBOOKS)
 
 # ---------------------------------------------------------------- the lab
-lab: $(STAMP) dot trust
-	$(BIN)/jupyter lab --ServerApp.ip=127.0.0.1 --ServerApp.root_dir=notebooks $(ROOTFLAG)
+# `make lab-student` (learners: the exercises) and `make lab` (instructors: the
+# reference notebooks, solutions and saved outputs included) serve JupyterLab
+# the same way, through serve_lab below:
+#  - on 127.0.0.1 only, on the first free port from PORT;
+#  - behind a login token that is never empty: a fresh one each time, or yours
+#    with `make lab TOKEN=...`. It reaches Jupyter through the environment
+#    (JUPYTER_TOKEN) and a config file that comes first on JUPYTER_CONFIG_PATH,
+#    so it outranks the user's own Jupyter config (c.IdentityProvider.token = ''
+#    there has no effect) and does not show in the process list. Before printing
+#    the URL with the token, the recipe checks that the server refuses a request
+#    without it; if the server does not, it is stopped;
+#  - without JupyterLab's news and update check (no requests to the internet).
+# LAB_ARGS adds JupyterLab options, e.g. LAB_ARGS=--no-browser.
+PORT     ?= 8888
+LAB_ARGS ?=
+LABCONF  ?= $(VENV)/course-lab
+
+$(LABCONF)/jupyter_server_config.py: Makefile
+	@mkdir -p $(@D)
+	@printf '%s\n' \
+	  '# The course lab (make lab, make lab-student) puts this folder first on' \
+	  '# JUPYTER_CONFIG_PATH, so these settings outrank every other Jupyter config.' \
+	  '# Written by the Makefile.' \
+	  'import os' \
+	  'if os.environ.get("JUPYTER_TOKEN"):' \
+	  '    c.IdentityProvider.token = os.environ["JUPYTER_TOKEN"]' \
+	  'c.ServerApp.ip = "127.0.0.1"' > $@
+
+# Default settings for the course lab only: no news feed, no update check.
+$(LABCONF)/settings/overrides.json: Makefile
+	@mkdir -p $(@D)
+	@echo '{"@jupyterlab/apputils-extension:notification": {"fetchNews": "false", "checkForUpdates": false}}' > $@
+
+# Picks the port and the token, starts the server and watches it. Arguments:
+# $(origin TOKEN), the first port to try, the config folder, --, the command
+# ({port} in it is replaced). Once the server answers, a request without the
+# token must be refused; then the URL is printed, else the server is stopped.
+define LAB_RUN_PY
+import os, re, secrets, signal, socket, subprocess, sys, time, urllib.error, urllib.request
+
+origin, first, confdir = sys.argv[1:4]
+command = sys.argv[sys.argv.index("--") + 1:]
+env = dict(os.environ)
+env.pop("LAB_RUN", None)
+if origin == "command line":
+    token = env.get("TOKEN", "")
+    if not token:
+        sys.exit("make: TOKEN is empty. Leave it out to get a fresh token, or pass one: make lab TOKEN=...")
+    if not re.fullmatch(r"[A-Za-z0-9._~-]+", token):
+        sys.exit("make: TOKEN may hold only letters, digits and . _ ~ - (it goes into a URL).")
+else:
+    token = secrets.token_hex(24)
+
+
+def free(port):
+    with socket.socket() as s:
+        try:
+            s.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
+
+
+port = next((p for p in range(int(first), int(first) + 50) if free(p)), None)
+if port is None:
+    sys.exit(f"make: no free port from {first} to {int(first) + 49}; try PORT=...")
+url = f"http://127.0.0.1:{port}/lab?token={token}"
+env["JUPYTER_TOKEN"] = token
+env["JUPYTER_CONFIG_PATH"] = os.pathsep.join(p for p in (confdir, env.get("JUPYTER_CONFIG_PATH")) if p)
+command = [a.replace("{port}", str(port)) for a in command]
+
+# Ctrl-C is for the server (it asks before it stops); this process waits for it.
+signal.signal(signal.SIGINT, lambda *_: None)
+server = subprocess.Popen(command, env=env)
+signal.signal(signal.SIGTERM, lambda *_: server.terminate())
+opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+deadline = time.monotonic() + 120
+while server.poll() is None and time.monotonic() < deadline:
+    time.sleep(0.5)
+    try:
+        opener.open(f"http://127.0.0.1:{port}/api/contents", timeout=5)
+        status = 200
+    except urllib.error.HTTPError as e:
+        status = e.code
+    except OSError:
+        continue
+    if status in (401, 403):
+        print(f"\n    The course is at  {url}\n    (Ctrl-C stops the server.)\n", flush=True)
+        break
+    print(f"\nmake: the server answered a request without the token (HTTP {status}); stopping it.",
+          file=sys.stderr, flush=True)
+    server.terminate()
+    server.wait()
+    sys.exit(1)
+sys.exit(server.wait())
+endef
+
+# $(call serve_lab,FOLDER): JupyterLab on FOLDER, as described above.
+define serve_lab
+	@$(BIN)/python -c "$$LAB_RUN" "$(origin TOKEN)" $(PORT) $(abspath $(LABCONF)) -- \
+	  $(BIN)/jupyter lab --ServerApp.ip=127.0.0.1 --ServerApp.port={port} --ServerApp.port_retries=0 \
+	  --ServerApp.root_dir=$(1) --LabApp.news_url=None \
+	  --LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate \
+	  --LabApp.app_settings_dir=$(abspath $(LABCONF))/settings $(ROOTFLAG) $(LAB_ARGS)
+endef
+
+LAB_CONFIG := $(LABCONF)/jupyter_server_config.py $(LABCONF)/settings/overrides.json
+lab lab-student: export LAB_RUN := $(LAB_RUN_PY)
+
+lab: $(STAMP) dot-optional $(TRUSTED) $(LAB_CONFIG)
+	$(call serve_lab,notebooks)
+
+# The student notebooks are rewritten when a notebook or the tool changes; a
+# notebook the learner has changed is kept (see tools/make_student.py).
+STUDENT_STAMP := build/student/.make_student.json
+$(STUDENT_STAMP): $(NOTEBOOKS) tools/make_student.py | $(STAMP)
+	$(BIN)/python tools/make_student.py --out build/student $(NOTEBOOKS)
+
+lab-student: $(STAMP) dot-optional $(STUDENT_STAMP) $(LAB_CONFIG)
+	$(call serve_lab,build/student)
 
 # For instructors: the course checked end to end in headless Chromium.
 e2e: $(STAMP) dot trust
@@ -75,10 +245,15 @@ e2e: $(STAMP) dot trust
 	$(BIN)/python tools/e2e.py
 
 # -------------------------------------------------------- maintenance
-# Restart & Run All, saved in place: outputs kept, execution counts 1..n.
+# Restart & Run All, saved in place: outputs kept, execution counts 1..n. No run
+# timestamps are recorded (and old ones are stripped), and figures are saved as
+# 256-colour PNGs, so a re-run changes only what the notebooks show.
 execute: $(STAMP) dot
 	$(BIN)/jupyter nbconvert --to notebook --execute --inplace \
-	  --ExecutePreprocessor.timeout=900 --ExecutePreprocessor.kernel_name=python3 $(NBS)
+	  --ExecutePreprocessor.timeout=900 --ExecutePreprocessor.kernel_name=python3 \
+	  --ExecutePreprocessor.record_timing=False $(NBS)
+	$(BIN)/python tools/strip_notebooks.py $(NBS)
+	$(BIN)/python tools/shrink_pngs.py $(NBS)
 	$(BIN)/python -m pytest -q tests/test_notebooks.py
 
 # `make execute NBS=notebooks/03_backpropagation.ipynb` runs just that one.

@@ -1,5 +1,6 @@
 """The project's own files agree with each other."""
 
+import os
 import pathlib
 import re
 
@@ -46,12 +47,213 @@ def test_ci_runs_the_readme_test_command():
 
 
 def test_lab_keeps_its_token_and_binds_localhost():
+    # tests/test_lab.py starts the lab and checks this for real; here, the text.
     make = (ROOT / "Makefile").read_text()
-    lab = make.split("\nlab:", 1)[1].split("\n\n", 1)[0]
-    assert "127.0.0.1" in lab
-    assert "token=''" not in lab and "token=\"\"" not in lab and "disable_check_xsrf" not in lab
+    serve = make.split("define serve_lab", 1)[1].split("endef", 1)[0]
+    assert "--ServerApp.ip=127.0.0.1" in serve
+    run = make.split("define LAB_RUN_PY", 1)[1].split("endef", 1)[0]
+    assert "secrets.token_hex(24)" in run and "TOKEN is empty" in run
+    for text in (serve, run, make):
+        assert "token=''" not in text and "token=\"\"" not in text and "disable_check_xsrf" not in text
+    config = make.split("\n$(LABCONF)/jupyter_server_config.py:", 1)[1].split("\n\n", 1)[0]
+    assert "c.IdentityProvider.token = os.environ[\"JUPYTER_TOKEN\"]" in config
+    assert "c.ServerApp.ip = \"127.0.0.1\"" in config
+
+
+def test_lab_does_not_need_dot_but_the_tests_do():
+    make = (ROOT / "Makefile").read_text()
+
+    def prerequisites(target):
+        return make.split(f"\n{target}:", 1)[1].split("\n", 1)[0].split()
+
+    assert "dot-optional" in prerequisites("lab") and "dot" not in prerequisites("lab")
+    assert "dot-optional" in prerequisites("lab-student")
+    assert "dot" in prerequisites("unit") and "dot" in prerequisites("nbtest")
+    optional = make.split("\ndot-optional:", 1)[1].split("\n\n", 1)[0]
+    assert "ensure_program.sh" in optional and "||" in optional
+
+
+def test_jupyter_trust_runs_only_when_a_notebook_changes():
+    make = (ROOT / "Makefile").read_text()
+    rule = make.split("\n$(TRUSTED):", 1)[1].split("\n\n", 1)[0]
+    assert rule.split("\n", 1)[0].split("|")[0].split() == ["$(NOTEBOOKS)"]
+    assert "jupyter trust" in rule and "touch $@" in rule
+    assert re.search(r"^TRUSTED\s*:=\s*\$\((VENV)\)/", make, re.M)
+    assert "$(TRUSTED)" in make.split("\nlab:", 1)[1].split("\n", 1)[0]
+
+
+def test_installing_never_waits_for_a_password():
+    script = (ROOT / "tools" / "ensure_program.sh").read_text()
+    code = [ln.split("#", 1)[0] for ln in script.split("cat >&2", 1)[0].splitlines()]
+    # Every sudo that runs a command is `sudo -n`, which fails instead of prompting.
+    runs = [m for ln in code for m in re.finditer(r"(?<![$\w\"-])sudo\s+(\S+)", ln)
+            if not ln[:m.start()].endswith("command -v ")]
+    assert runs, "ensure_program.sh no longer uses sudo; update this test"
+    assert all(m.group(1) == "-n" for m in runs), [m.group(0) for m in runs]
+    assert 'sudo="sudo -n"' in script
 
 
 def test_nbval_is_strict():
     make = (ROOT / "Makefile").read_text()
     assert "--nbval " in make and "--nbval-lax" not in make
+
+
+# ------------------------------------------------------------ licence, name
+
+
+def pyproject() -> dict:
+    return tomllib.loads((ROOT / "pyproject.toml").read_text())
+
+
+def test_licences_are_declared_and_shipped():
+    project = pyproject()["project"]
+    # PEP 639: an SPDX expression and the files that hold the texts.
+    assert isinstance(project["license"], str), "license must be an SPDX expression (PEP 639)"
+    terms = set(re.split(r"\s+(?:AND|OR)\s+", project["license"]))
+    assert "MIT" in terms
+    # The wheel ships the digits data, which are CC BY 4.0.
+    assert (ROOT / "minigrad" / "datasets" / "digits.npz").exists() and "CC-BY-4.0" in terms
+    assert set(project["license-files"]) >= {"LICENSE", "LICENSE-CONTENT"}
+    for name in project["license-files"]:
+        assert (ROOT / name).is_file(), f"{name} is listed in license-files but missing"
+    assert "MIT License" in (ROOT / "LICENSE").read_text()
+    content = " ".join((ROOT / "LICENSE-CONTENT").read_text().split())
+    assert "Creative Commons Attribution 4.0 International" in content
+    assert "https://creativecommons.org/licenses/by/4.0/legalcode" in content
+    # With a licence expression, setuptools refuses "License ::" classifiers.
+    assert not [c for c in project.get("classifiers", []) if c.startswith("License ::")]
+    readme = (ROOT / "README.md").read_text()
+    assert "## Licence" in readme and "LICENSE-CONTENT" in readme and "CC BY 4.0" in readme
+
+
+def test_build_backend_supports_pep_639():
+    requires = pyproject()["build-system"]["requires"]
+    setuptools = [r for r in requires if re.match(r"setuptools\b", r)]
+    assert setuptools, "the build needs setuptools"
+    low = re.search(r">=\s*(\d+)", setuptools[0])
+    high = re.search(r"<\s*(\d+)", setuptools[0])
+    assert low and int(low.group(1)) >= 77, "PEP 639 licence metadata needs setuptools >= 77"
+    assert high and int(high.group(1)) > int(low.group(1)), "give setuptools an upper bound"
+
+
+def test_distribution_has_a_name_of_its_own():
+    project = pyproject()["project"]
+    # PyPI's "minigrad" is another project; the import name stays minigrad.
+    name = re.sub(r"[-_.]+", "-", project["name"]).lower()
+    assert name != "minigrad"
+    assert name == "minigrad-course"
+    assert pyproject()["tool"]["setuptools"]["packages"]["find"]["include"] == ["minigrad*"]
+    readme = (ROOT / "README.md").read_text()
+    assert "pip install minigrad\n" not in readme and "pip install minigrad " not in readme
+
+
+def test_project_metadata_points_to_one_home():
+    project = pyproject()["project"]
+    assert project["authors"] == [{"name": "The minigrad course authors"}]
+    home = "https://github.com/minigrad-course/minigrad-course"
+    urls = project["urls"]
+    assert set(urls) >= {"Homepage", "Documentation", "Source", "Issues"}
+    assert all(u.startswith(home) for u in urls.values()), urls
+    assert home in (ROOT / "README.md").read_text()
+    assert any(c.startswith("Programming Language :: Python :: 3") for c in project["classifiers"])
+
+
+# ------------------------------------------------------- conda, binder, pins
+
+
+def yaml_section(name: str) -> dict[str, str]:
+    """The `key: value` lines under a top-level `name:` of environment.yml (a flat mapping)."""
+    values, inside = {}, False
+    for line in (ROOT / "environment.yml").read_text().splitlines():
+        code = line.split("#", 1)[0].rstrip()
+        if not code:
+            continue
+        if not code.startswith(" "):
+            inside = code == f"{name}:"
+            continue
+        m = re.match(r"\s+([A-Za-z_][A-Za-z0-9_]*):\s*(.*)", code)
+        if inside and m:
+            values[m.group(1)] = m.group(2).strip().strip("\"'")
+    return values
+
+
+def test_environment_yml_can_run_the_tests():
+    text = (ROOT / "environment.yml").read_text()
+    conda = conda_dependencies()
+    # tomllib is in the standard library from 3.11; before that the tests need tomli.
+    python = re.search(r"^\s+-\s+python\s*>=\s*3\.(\d+)", text, re.M)
+    assert python and (int(python.group(1)) >= 11 or "tomli" in conda)
+    assert yaml_section("variables").get("PYTHONHASHSEED") == "0"
+    assert re.search(r"^export PYTHONHASHSEED\s*:?=\s*0$", (ROOT / "Makefile").read_text(), re.M)
+    # The documented test command is the one `make test` runs.
+    commands = [ln for ln in text.splitlines() if "pytest" in ln and "--nbval" in ln]
+    assert commands, "environment.yml should say how to run the tests"
+    command = commands[0]
+    for part in ("PYTHONHASHSEED=0", "pytest tests", "--nbval ", "--nbval-current-env",
+                 "--nbval-sanitize-with tests/nbval_sanitize.cfg", "notebooks"):
+        assert part in command, f"the test command lacks {part!r}"
+    assert "--nbval-lax" not in command
+    assert (ROOT / "tests" / "nbval_sanitize.cfg").is_file()
+
+
+def constraints() -> dict[str, str]:
+    pins = {}
+    for line in (ROOT / "constraints.txt").read_text().splitlines():
+        line = line.split("#", 1)[0].strip()
+        if line:
+            name, _, version = line.partition("==")
+            assert version, f"constraints.txt: {line!r} is not pinned with =="
+            pins[re.sub(r"[-_.]+", "-", name).lower()] = version
+    return pins
+
+
+def test_constraints_pin_the_course_and_leave_torch_out():
+    pins = constraints()
+    project = pyproject()["project"]
+    wanted = project["dependencies"] + project["optional-dependencies"]["course"]
+    for dep in wanted:
+        if "python_version < '3.11'" in dep:
+            continue
+        name = re.sub(r"[-_.]+", "-", re.split(r"[<>=!~; \[]", dep, maxsplit=1)[0]).lower()
+        assert name in pins, f"constraints.txt does not pin {name}"
+    assert pins["jupyterlab"].startswith("4."), "the course runs on JupyterLab 4"
+    assert not {n for n in pins if n == "torch" or n.startswith(("nvidia-", "triton"))}
+    assert "minigrad-course" not in pins and "minigrad" not in pins
+    header = (ROOT / "constraints.txt").read_text()
+    assert re.search(r"^# Python: 3\.\d+$", header, re.M), "constraints.txt must say which Python it is for"
+    make = (ROOT / "Makefile").read_text()
+    assert "-c $(CONSTRAINTS)" in make and re.search(r"^CONSTRAINTS\s*\?=\s*constraints\.txt$", make, re.M)
+    upgrade = make.split("\nupgrade:", 1)[1].split("\n\n", 1)[0]
+    assert "jupyterlab<5" in upgrade and "pip freeze" in upgrade and "constraints.txt" in upgrade
+
+
+def test_binder_builds_the_course():
+    binder = ROOT / "binder"
+    runtime = (binder / "runtime.txt").read_text().strip()
+    m = re.fullmatch(r"python-3\.(\d+)", runtime)
+    assert m, f"runtime.txt should name a Python version, not {runtime!r}"
+    low = re.match(r">=\s*3\.(\d+)", pyproject()["project"]["requires-python"])
+    assert int(m.group(1)) >= int(low.group(1))
+    # The same Python as the pinned versions, so that they exist for it.
+    assert f"# Python: 3.{m.group(1)}" in (ROOT / "constraints.txt").read_text()
+
+    requirements = {}
+    for line in (binder / "requirements.txt").read_text().splitlines():
+        line = line.split("#", 1)[0].strip()
+        if line:
+            name, _, version = line.partition("==")
+            requirements[re.sub(r"[-_.]+", "-", name).lower()] = version
+    pins = constraints()
+    for dep in pyproject()["project"]["dependencies"]:
+        name = re.split(r"[<>=!~; ]", dep, maxsplit=1)[0].lower()
+        assert requirements.get(name) == pins[name], f"binder/requirements.txt: {name} as in constraints.txt"
+    assert "graphviz" in (binder / "apt.txt").read_text().split()
+
+    post = binder / "postBuild"
+    assert os.access(post, os.X_OK), "postBuild must be executable"
+    script = [ln.split("#", 1)[0] for ln in post.read_text().splitlines()]
+    assert any(re.search(r"pip install (--no-deps )?(-e )?\.(\s|$)", ln) for ln in script), \
+        "postBuild must install the package"
+    text = "\n".join(script)
+    assert "tools/make_student.py" in text and "jupyter trust" in text
+    assert '"fetchNews": "false"' in text

@@ -1,8 +1,9 @@
 """The student version (`make student`, tools/make_student.py) of whatever notebooks exist.
 
 Static checks: markers are balanced and not nested; the student version holds
-no line of any solution, clears every output, and puts `raise
-NotImplementedError` at the indent of each BEGIN marker.
+no line of any solution, clears every output, and puts `# YOUR CODE HERE`
+and, on the next line, `raise NotImplementedError` at the indent of each
+BEGIN marker.
 
 Execution check (marked `slow`; it runs every student notebook once, two
 kernels at a time): the student notebooks are executed with nbclient,
@@ -59,7 +60,15 @@ def student_dir(tmp_path_factory):
 def test_blanking_keeps_the_indent_and_the_rest():
     src = "def f(x):\n    y = 1\n    # BEGIN SOLUTION\n    y = x * 2\n    # END SOLUTION\n    return y\n"
     assert make_student.blank_solutions(src) == (
-        "def f(x):\n    y = 1\n    raise NotImplementedError\n    return y\n")
+        "def f(x):\n    y = 1\n    # YOUR CODE HERE\n    raise NotImplementedError\n    return y\n")
+
+
+def test_every_region_gets_its_own_stub():
+    src = "# BEGIN SOLUTION\na = 1\n# END SOLUTION\nb = 2\nif b:\n        # BEGIN SOLUTION\n        c = 3\n" \
+          "        # END SOLUTION"
+    assert make_student.blank_solutions(src) == (
+        "# YOUR CODE HERE\nraise NotImplementedError\nb = 2\nif b:\n"
+        "        # YOUR CODE HERE\n        raise NotImplementedError")
 
 
 @pytest.mark.parametrize("src, msg", [
@@ -89,6 +98,46 @@ def test_command_line_writes_notebooks_and_readme(tmp_path, capsys):
     readme = (tmp_path / "s" / "README.md").read_text()
     assert "raise NotImplementedError" in readme and "Run All" in readme and "make test" in readme
     assert "wrote 1 student notebooks" in capsys.readouterr().out
+
+
+def _tiny_notebook(code: str) -> dict:
+    return {"cells": [{"cell_type": "code", "source": code, "outputs": [], "execution_count": None,
+                       "metadata": {}}], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
+
+
+def test_writing_again_keeps_a_learners_work(tmp_path, capsys):
+    src = tmp_path / "src" / "00_x.ipynb"
+    src.parent.mkdir()
+    src.write_text(json.dumps(_tiny_notebook("# BEGIN SOLUTION\nx = 1\n# END SOLUTION\n")))
+    out = tmp_path / "out"
+    written, kept = make_student.write_student_version([src], out)
+    assert written == [out / "00_x.ipynb"] and kept == []
+    # Unchanged since written: a new reference version replaces it.
+    src.write_text(json.dumps(_tiny_notebook("# BEGIN SOLUTION\nx = 2\n# END SOLUTION\ny = 3\n")))
+    written, kept = make_student.write_student_version([src], out)
+    assert written and "y = 3" in (out / "00_x.ipynb").read_text()
+    # The learner writes their answer: it is kept, and the tool says so.
+    mine = _tiny_notebook("x = 2  # my answer\ny = 3\n")
+    (out / "00_x.ipynb").write_text(json.dumps(mine))
+    src.write_text(json.dumps(_tiny_notebook("# BEGIN SOLUTION\nx = 2\n# END SOLUTION\ny = 4\n")))
+    assert make_student.main(["--out", str(out), str(src)]) == 0
+    assert "my answer" in (out / "00_x.ipynb").read_text()
+    assert "kept 1 notebooks" in capsys.readouterr().out
+    # --force overwrites it.
+    assert make_student.main(["--force", "--out", str(out), str(src)]) == 0
+    text = (out / "00_x.ipynb").read_text()
+    assert "my answer" not in text and "y = 4" in text and "# YOUR CODE HERE" in text
+
+
+def test_a_folder_written_before_the_manifest_is_not_overwritten(tmp_path):
+    src = tmp_path / "00_x.ipynb"
+    src.write_text(json.dumps(_tiny_notebook("# BEGIN SOLUTION\nx = 1\n# END SOLUTION\n")))
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "00_x.ipynb").write_text(json.dumps(_tiny_notebook("x = 1  # mine\n")))
+    written, kept = make_student.write_student_version([src], out)
+    assert written == [] and kept == [out / "00_x.ipynb"]
+    assert "mine" in (out / "00_x.ipynb").read_text()
 
 
 def test_make_student_is_a_documented_target():
@@ -127,9 +176,14 @@ def test_student_version_holds_no_solution_and_no_output(path, student_dir):
         lines = rsrc.splitlines()
         kept = {ln.strip() for ln in ssrc.splitlines()}
         outside = {x.strip() for i, x in enumerate(lines) if not any(b <= i <= e for b, e in regions)}
+        slines = ssrc.splitlines()
+        stubs = [i for i, ln in enumerate(slines) if ln.strip() == "raise NotImplementedError"]
+        assert len(stubs) >= len(regions)
         for b, e in regions:
             indent = lines[b][: len(lines[b]) - len(lines[b].lstrip())]
-            assert f"{indent}raise NotImplementedError" in ssrc.splitlines()
+            stub = [f"{indent}# YOUR CODE HERE", f"{indent}raise NotImplementedError"]
+            assert any(slines[i - 1:i + 1] == stub for i in stubs if i > 0), \
+                f"{path.name}: no '# YOUR CODE HERE' stub at indent {len(indent)}"
             for ln in lines[b + 1:e]:
                 code = ln.strip()
                 if code and not code.startswith("#") and code not in outside:

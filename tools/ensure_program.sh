@@ -16,8 +16,10 @@ echo "$what is not installed; installing it..."
 if [ "$(uname -s)" = Darwin ]; then
   if [ -n "$brew_pkg" ] && command -v brew >/dev/null 2>&1; then brew install "$brew_pkg"; fi
 elif command -v apt-get >/dev/null 2>&1; then
+  # sudo -n never asks for a password: it works only where no password is needed
+  # (or one was given a moment ago); otherwise the message below says what to run.
   if [ "$(id -u)" = 0 ]; then sudo=""
-  elif command -v sudo >/dev/null 2>&1; then sudo="sudo"
+  elif command -v sudo >/dev/null 2>&1 && sudo -n true 2>/dev/null; then sudo="sudo -n"
   else sudo="none"; fi
   if [ "$sudo" != none ]; then
     $sudo apt-get update -qq >/dev/null &&
@@ -28,7 +30,8 @@ fi
 if ! found; then
   cat >&2 <<MSG
 
-Could not install $what automatically (no root, sudo, apt-get or brew here).
+Could not install $what automatically (this needs root, sudo without a
+password prompt, apt-get or brew).
 Please install it yourself, then re-run make:
   Debian/Ubuntu: sudo apt-get install -y $apt_pkg
 MSG

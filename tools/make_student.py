@@ -4,17 +4,31 @@
     python tools/make_student.py --out DIR nb.ipynb   # some notebooks, elsewhere
 
 In every code cell, each region from a ``# BEGIN SOLUTION`` line to the next
-``# END SOLUTION`` line (both included) becomes one ``raise NotImplementedError``
-at the indent of the BEGIN line. Markers must come in pairs and must not nest;
-a notebook that breaks this rule is refused with the cell and line named.
-Outputs and execution counts are cleared. Other files beside the notebooks
-(data, images) are copied, and a README says how to check the work.
+``# END SOLUTION`` line (both included) becomes two lines at the indent of the
+BEGIN line::
+
+    # YOUR CODE HERE
+    raise NotImplementedError
+
+The region markers are otter-grader's, and the stub is the one nbgrader writes
+(otter-grader writes ``...`` for Python), so a course that wants autograding
+can start from the reference notebooks with either tool. Markers must come
+in pairs and must not nest; a notebook that breaks this rule is refused with
+the cell and line named. Outputs and execution counts are cleared. Other files
+beside the notebooks (data, images) are copied, and a README says how to check
+the work.
+
+A learner works in the output folder, so writing it again must not destroy
+their work. The tool remembers what it wrote (``.make_student.json`` in the
+folder); a notebook that has changed since then is kept as it is, and the
+tool says so. ``--force`` overwrites those too.
 """
 
 from __future__ import annotations
 
 import argparse
 import copy
+import hashlib
 import json
 import pathlib
 import shutil
@@ -22,20 +36,25 @@ import sys
 
 BEGIN = "# BEGIN SOLUTION"
 END = "# END SOLUTION"
+STUB = "# YOUR CODE HERE"
+MANIFEST = ".make_student.json"
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 
 README = """\
 # minigrad: student notebooks
 
 These are the course notebooks with the solution of every exercise removed.
-Where a solution was, a cell now says `raise NotImplementedError`: replace that
-line with your code.
+Where a solution was, a cell now says
+
+    # YOUR CODE HERE
+    raise NotImplementedError
+
+Replace those two lines with your code.
 
 **How to check your work**
 
-1. Open a notebook in JupyterLab (`make lab` from the repository root serves
-   the reference notebooks; to work on these, run
-   `.venv/bin/jupyter lab --ServerApp.ip=127.0.0.1 build/student` there).
+1. Run `make lab-student` in the repository root: it serves this folder in
+   JupyterLab (and writes it first if needed). Open the link it prints.
 2. Write your solution in place of `raise NotImplementedError`.
 3. Run the whole notebook (Kernel > Restart Kernel and Run All Cells).
    The cells at the end hold `assert`s; they pass once your exercises are
@@ -43,8 +62,13 @@ line with your code.
    means an exercise is still open.
 
 `make test` in the repository checks the reference solutions (the notebooks in
-`notebooks/`), not your copies. `make student` writes this folder again and
-overwrites it, so keep your work somewhere else or under another name.
+`notebooks/`), not your copies.
+
+**Your work is kept.** When the course's notebooks change, `make lab-student`
+and `make student` write this folder again, but a notebook you have changed
+(edited, or just run and saved) is left as it is, and they name it. To get the
+new version of such a notebook, rename or delete yours and run `make student`
+again. `python tools/make_student.py --force` overwrites everything.
 """
 
 
@@ -77,7 +101,11 @@ def solution_regions(source: str, where: str = "cell") -> list[tuple[int, int]]:
 
 
 def blank_solutions(source: str, where: str = "cell") -> str:
-    """The source with every solution region replaced by ``raise NotImplementedError``."""
+    """The source with every solution region replaced by the stub.
+
+    The stub is ``# YOUR CODE HERE`` and, on the next line, ``raise
+    NotImplementedError``, both at the indent of the region's BEGIN line.
+    """
     lines = source.splitlines()
     regions = solution_regions(source, where)
     out: list[str] = []
@@ -85,6 +113,7 @@ def blank_solutions(source: str, where: str = "cell") -> str:
     for begin, end in regions:
         out.extend(lines[pos:begin])
         indent = lines[begin][: len(lines[begin]) - len(lines[begin].lstrip())]
+        out.append(f"{indent}{STUB}")
         out.append(f"{indent}raise NotImplementedError")
         pos = end + 1
     out.extend(lines[pos:])
@@ -117,19 +146,46 @@ def student_notebook(nb: dict, name: str = "notebook") -> dict:
     return nb
 
 
-def write_student_version(notebooks: list[pathlib.Path], out: pathlib.Path) -> list[pathlib.Path]:
-    """Write each notebook's student version into ``out``; return the paths written."""
+def _digest(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def _read_manifest(out: pathlib.Path) -> dict[str, str]:
+    try:
+        data = json.loads((out / MANIFEST).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def write_student_version(notebooks: list[pathlib.Path], out: pathlib.Path,
+                          force: bool = False) -> tuple[list[pathlib.Path], list[pathlib.Path]]:
+    """Write each notebook's student version into ``out``.
+
+    Returns (written, kept): the notebooks written, and those left as they were
+    because they changed since this tool last wrote them (a learner's work).
+    With ``force``, every notebook is written.
+    """
     notebooks = [pathlib.Path(p) for p in notebooks]
     converted = []  # convert everything first: a bad notebook leaves ``out`` untouched
     for path in notebooks:
         nb = json.loads(path.read_text(encoding="utf-8"))
         converted.append((path, student_notebook(nb, path.name)))
     out.mkdir(parents=True, exist_ok=True)
-    written = []
+    manifest = _read_manifest(out)
+    written, kept = [], []
     for path, nb in converted:
         target = out / path.name
-        target.write_text(json.dumps(nb, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+        text = json.dumps(nb, indent=1, ensure_ascii=False) + "\n"
+        if target.exists() and not force:
+            current = _digest(target.read_text(encoding="utf-8"))
+            if current != _digest(text) and current != manifest.get(path.name):
+                kept.append(target)
+                continue
+        target.write_text(text, encoding="utf-8")
+        manifest[path.name] = _digest(text)
         written.append(target)
+    (out / MANIFEST).write_text(json.dumps(manifest, indent=1, sort_keys=True) + "\n", encoding="utf-8")
     for folder in sorted({p.parent for p in notebooks}):
         for extra in sorted(folder.iterdir()):
             if extra.suffix == ".ipynb" or extra.name.startswith(".") or extra.name == "__pycache__":
@@ -140,7 +196,7 @@ def write_student_version(notebooks: list[pathlib.Path], out: pathlib.Path) -> l
             else:
                 shutil.copy2(extra, dest)
     (out / "README.md").write_text(README, encoding="utf-8")
-    return written
+    return written, kept
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -149,19 +205,27 @@ def main(argv: list[str] | None = None) -> int:
                         help="notebooks to convert (default: notebooks/[0-9][0-9]_*.ipynb)")
     parser.add_argument("--out", type=pathlib.Path, default=ROOT / "build" / "student",
                         help="output folder (default: build/student)")
+    parser.add_argument("--force", action="store_true",
+                        help="also overwrite notebooks changed since they were written")
     args = parser.parse_args(argv)
     notebooks = args.notebooks or sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
     if not notebooks:
         print("make_student: no notebooks found", file=sys.stderr)
         return 1
     try:
-        written = write_student_version(notebooks, args.out)
+        written, kept = write_student_version(notebooks, args.out, force=args.force)
     except MarkerError as e:
         print(f"make_student: {e}", file=sys.stderr)
         return 1
     n_ex = sum(is_exercise(c) for p in notebooks
                for c in json.loads(pathlib.Path(p).read_text(encoding="utf-8"))["cells"])
-    print(f"wrote {len(written)} student notebooks ({n_ex} exercise cells) and README.md to {args.out}")
+    print(f"wrote {len(written)} student notebooks ({n_ex} exercise cells in all) and README.md "
+          f"to {args.out}")
+    if kept:
+        print(f"kept {len(kept)} notebooks that were changed after they were written (your work): "
+              + ", ".join(p.name for p in kept))
+        print("  to get a new copy of one, rename or delete it and run this again; "
+              "--force overwrites them all")
     return 0
 
 
