@@ -9,6 +9,7 @@ of a graph is the same on every run and every machine.
 from __future__ import annotations
 
 import shutil
+import subprocess
 from collections import Counter
 from collections.abc import Iterable
 from typing import Any
@@ -41,15 +42,27 @@ PALETTE = {
 }
 
 
+# Pixels per inch of the PNG beside each graph's SVG. Graphviz lays out in points
+# (72 to the inch) and a browser shows the SVG's points at 96 CSS pixels to the
+# inch, so at 96 the PNG is exactly as large on screen as the SVG, and small.
+PNG_DPI = 96
+
+
 class GraphvizNotFound(RuntimeError):
     """Rendering needs Graphviz's `dot` executable, and it is missing."""
 
 
 class Graph(graphviz.Digraph):
-    """A ``graphviz.Digraph`` that shows its DOT source as text in notebooks.
+    """A ``graphviz.Digraph`` that shows itself in notebooks as a picture and as DOT text.
 
-    The SVG depends on the Graphviz version; the DOT source does not. Putting the
-    source in ``text/plain`` lets notebook tests compare what is stable.
+    A notebook saves three renderings of each graph:
+
+    * ``image/svg+xml``: sharp at any zoom; JupyterLab shows it in trusted notebooks.
+    * ``image/png``: shown in any viewer, including an untrusted notebook, where
+      JupyterLab refuses SVG. Drawn at ``PNG_DPI``, so it is small and looks as
+      large as the SVG; the same Graphviz gives the same bytes for the same graph.
+    * ``text/plain``: the DOT source. The pictures depend on the Graphviz version;
+      the source does not, so notebook tests compare the source.
     """
 
     def pipe(self, *args: Any, **kwargs: Any):
@@ -64,9 +77,23 @@ class Graph(graphviz.Digraph):
         except graphviz.ExecutableNotFound:
             raise GraphvizNotFound(INSTALL_HINT) from None
 
-    def _repr_mimebundle_(self, include=None, exclude=None, **kwargs):
-        if shutil.which("dot") is None:
+    def _repr_image_png(self) -> bytes:
+        """The graph as PNG at ``PNG_DPI``. The dpi goes on the command line, so the
+        graph and its DOT source stay as they are."""
+        program = shutil.which(self.engine)
+        if program is None:
             raise GraphvizNotFound(INSTALL_HINT)
+        done = subprocess.run([program, "-Tpng", f"-Gdpi={PNG_DPI}"], input=self.source.encode(),
+                              capture_output=True, check=False)
+        if done.returncode != 0 or not done.stdout.startswith(b"\x89PNG"):
+            raise RuntimeError(f"{self.engine} -Tpng failed: {done.stderr.decode(errors='replace')}")
+        return done.stdout
+
+    def _repr_mimebundle_(self, include=None, exclude=None, **kwargs):
+        if shutil.which(self.engine) is None:
+            raise GraphvizNotFound(INSTALL_HINT)
+        if include is None:
+            include = ("image/svg+xml", "image/png")
         bundle = super()._repr_mimebundle_(include, exclude, **kwargs)
         bundle["text/plain"] = self.source
         return bundle
