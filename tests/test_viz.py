@@ -71,10 +71,25 @@ def test_renders_svg_and_png_and_shows_dot_source_as_text():
     svg_w, svg_h = (float(v) for v in re.search(r'width="([\d.]+)pt" height="([\d.]+)pt"',
                                                   bundle["image/svg+xml"]).groups())
     assert abs(width - svg_w * 96 / 72) <= 2 and abs(height - svg_h * 96 / 72) <= 2
-    assert len(png) < 60_000  # a small graph stays small
+    assert len(png) < 40_000  # a small graph stays small (about 6 kB with a palette, 21 kB without)
     # The same graph gives the same bytes, and drawing changed nothing on the graph.
     assert draw_graph(small_graph()[2])._repr_mimebundle_()["image/png"] == png
     assert g.source == source and "dpi" not in source
+
+
+@pytest.mark.skipif(shutil.which("dot") is None, reason="Graphviz not installed")
+def test_the_png_falls_back_to_plain_png_where_graphviz_lacks_a_format(monkeypatch):
+    from minigrad.viz import graph as graph_module
+
+    monkeypatch.setattr(graph_module, "PNG_FORMATS", ("png:no-such-renderer", "png"))
+    monkeypatch.setattr(graph_module, "_png_format", {})
+    png = draw_graph(small_graph()[2])._repr_mimebundle_()["image/png"]
+    assert png[:8] == b"\x89PNG\r\n\x1a\n"
+    assert graph_module._png_format == {shutil.which("dot"): "png"}
+    monkeypatch.setattr(graph_module, "PNG_FORMATS", ("png:no-such-renderer",))
+    monkeypatch.setattr(graph_module, "_png_format", {})
+    with pytest.raises(RuntimeError, match="could not draw the graph as PNG"):
+        draw_graph(small_graph()[2])._repr_mimebundle_()
 
 
 @pytest.mark.skipif(shutil.which("dot") is None, reason="Graphviz not installed")

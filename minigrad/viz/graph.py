@@ -44,8 +44,13 @@ PALETTE = {
 
 # Pixels per inch of the PNG beside each graph's SVG. Graphviz lays out in points
 # (72 to the inch) and a browser shows the SVG's points at 96 CSS pixels to the
-# inch, so at 96 the PNG is exactly as large on screen as the SVG, and small.
+# inch, so at 96 the PNG is exactly as large on screen as the SVG.
 PNG_DPI = 96
+# Cairo draws the PNG; where Graphviz has its gd plugin, gd writes it with a
+# colour palette, about a third of the bytes of cairo's own full-colour PNG and
+# the same to the eye. Either way the same Graphviz gives the same bytes.
+PNG_FORMATS = ("png:cairo:gd", "png")
+_png_format: dict[str, str] = {}  # dot program -> the first of PNG_FORMATS it has
 
 
 class GraphvizNotFound(RuntimeError):
@@ -59,8 +64,9 @@ class Graph(graphviz.Digraph):
 
     * ``image/svg+xml``: sharp at any zoom; JupyterLab shows it in trusted notebooks.
     * ``image/png``: shown in any viewer, including an untrusted notebook, where
-      JupyterLab refuses SVG. Drawn at ``PNG_DPI``, so it is small and looks as
-      large as the SVG; the same Graphviz gives the same bytes for the same graph.
+      JupyterLab refuses SVG. Drawn at ``PNG_DPI`` (as large as the SVG looks),
+      with a palette where Graphviz can, so it stays small; the same Graphviz
+      gives the same bytes for the same graph.
     * ``text/plain``: the DOT source. The pictures depend on the Graphviz version;
       the source does not, so notebook tests compare the source.
     """
@@ -83,11 +89,16 @@ class Graph(graphviz.Digraph):
         program = shutil.which(self.engine)
         if program is None:
             raise GraphvizNotFound(INSTALL_HINT)
-        done = subprocess.run([program, "-Tpng", f"-Gdpi={PNG_DPI}"], input=self.source.encode(),
-                              capture_output=True, check=False)
-        if done.returncode != 0 or not done.stdout.startswith(b"\x89PNG"):
-            raise RuntimeError(f"{self.engine} -Tpng failed: {done.stderr.decode(errors='replace')}")
-        return done.stdout
+        formats = [_png_format[program]] if program in _png_format else list(PNG_FORMATS)
+        errors = []
+        for fmt in formats:
+            done = subprocess.run([program, f"-T{fmt}", f"-Gdpi={PNG_DPI}"], input=self.source.encode(),
+                                  capture_output=True, check=False)
+            if done.returncode == 0 and done.stdout.startswith(b"\x89PNG"):
+                _png_format[program] = fmt
+                return done.stdout
+            errors.append(f"-T{fmt}: {done.stderr.decode(errors='replace').strip()}")
+        raise RuntimeError(f"{self.engine} could not draw the graph as PNG: " + "; ".join(errors))
 
     def _repr_mimebundle_(self, include=None, exclude=None, **kwargs):
         if shutil.which(self.engine) is None:
