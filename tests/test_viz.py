@@ -78,7 +78,7 @@ def test_renders_svg_and_png_and_shows_dot_source_as_text():
 
 
 @pytest.mark.skipif(shutil.which("dot") is None, reason="Graphviz not installed")
-def test_the_png_falls_back_to_plain_png_where_graphviz_lacks_a_format(monkeypatch):
+def test_the_png_falls_back_to_plain_png_or_to_none_where_graphviz_lacks_a_format(monkeypatch):
     from minigrad.viz import graph as graph_module
 
     monkeypatch.setattr(graph_module, "PNG_FORMATS", ("png:no-such-renderer", "png"))
@@ -86,10 +86,13 @@ def test_the_png_falls_back_to_plain_png_where_graphviz_lacks_a_format(monkeypat
     png = draw_graph(small_graph()[2])._repr_mimebundle_()["image/png"]
     assert png[:8] == b"\x89PNG\r\n\x1a\n"
     assert graph_module._png_format == {shutil.which("dot"): "png"}
+    # A Graphviz with no PNG at all: the SVG and the DOT text, as before the PNG existed.
     monkeypatch.setattr(graph_module, "PNG_FORMATS", ("png:no-such-renderer",))
     monkeypatch.setattr(graph_module, "_png_format", {})
-    with pytest.raises(RuntimeError, match="could not draw the graph as PNG"):
-        draw_graph(small_graph()[2])._repr_mimebundle_()
+    g = draw_graph(small_graph()[2])
+    with pytest.raises(graph_module.PNGUnavailable, match="could not draw the graph as PNG"):
+        g._repr_image_png()
+    assert set(g._repr_mimebundle_()) == {"image/svg+xml", "text/plain"}
 
 
 @pytest.mark.skipif(shutil.which("dot") is None, reason="Graphviz not installed")

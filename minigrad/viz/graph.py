@@ -57,6 +57,10 @@ class GraphvizNotFound(RuntimeError):
     """Rendering needs Graphviz's `dot` executable, and it is missing."""
 
 
+class PNGUnavailable(RuntimeError):
+    """This Graphviz writes none of PNG_FORMATS."""
+
+
 class Graph(graphviz.Digraph):
     """A ``graphviz.Digraph`` that shows itself in notebooks as a picture and as DOT text.
 
@@ -98,14 +102,19 @@ class Graph(graphviz.Digraph):
                 _png_format[program] = fmt
                 return done.stdout
             errors.append(f"-T{fmt}: {done.stderr.decode(errors='replace').strip()}")
-        raise RuntimeError(f"{self.engine} could not draw the graph as PNG: " + "; ".join(errors))
+        raise PNGUnavailable(f"{self.engine} could not draw the graph as PNG: " + "; ".join(errors))
 
     def _repr_mimebundle_(self, include=None, exclude=None, **kwargs):
         if shutil.which(self.engine) is None:
             raise GraphvizNotFound(INSTALL_HINT)
-        if include is None:
-            include = ("image/svg+xml", "image/png")
-        bundle = super()._repr_mimebundle_(include, exclude, **kwargs)
+        include = set(include) if include is not None else {"image/svg+xml", "image/png"}
+        include -= set(exclude or ())
+        bundle = super()._repr_mimebundle_(include - {"image/png"}, None, **kwargs)
+        if "image/png" in include:
+            try:
+                bundle["image/png"] = self._repr_image_png()
+            except PNGUnavailable:
+                pass  # a Graphviz without PNG output: the SVG and the text, as before
         bundle["text/plain"] = self.source
         return bundle
 
