@@ -4,7 +4,8 @@
 #   make lab-student  learners: JupyterLab on the exercises (build/student/), localhost only, with a token
 #   make lab      instructors: JupyterLab on the reference notebooks (notebooks/), the same way
 #   make execute  re-run every notebook in place (Restart & Run All)
-#   make e2e      instructors: open every notebook in JupyterLab in headless Chromium
+#   make site     the website: README and notebooks as saved, in build/site/ (nothing is run)
+#   make e2e      instructors: the course in JupyterLab and the website, in headless Chromium
 #   make lint     ruff on the package, the tests and the notebooks
 #   make torch    add PyTorch to .venv (optional; enables the comparisons)
 #   make student  write build/student/: exercises blanked, outputs cleared
@@ -29,7 +30,7 @@ export OMP_NUM_THREADS ?= 1
 export OPENBLAS_NUM_THREADS ?= 1
 export MKL_NUM_THREADS ?= 1
 
-.PHONY: test unit nbtest lab e2e execute lint torch student bench clean distclean venv dot trust help
+.PHONY: test unit nbtest lab site e2e execute lint torch student bench clean distclean venv dot trust help
 .DEFAULT_GOAL := help
 
 help:
@@ -238,8 +239,45 @@ $(STUDENT_STAMP): $(NOTEBOOKS) tools/make_student.py | $(STAMP)
 lab-student: $(STAMP) dot-optional $(STUDENT_STAMP) $(LAB_CONFIG)
 	$(call serve_lab,build/student)
 
-# For instructors: the course checked end to end in headless Chromium.
-e2e: $(STAMP) dot trust
+# ------------------------------------------------------------ the website
+# Sphinx + myst-nb + sphinx-book-theme (docs/requirements.txt, installed into
+# .venv on first use) turn the saved notebooks into static pages; MathJax comes
+# from the npm registry (its tarball's sha256 is checked) and is served by the
+# site itself. Sources are laid out in build/site-src; docs/conf.py says why.
+SITE_STAMP     := $(VENV)/.site-installed
+SITE_SRC       := build/site-src
+MATHJAX_VER    := 3.2.2
+MATHJAX_SHA256 := 1b9c0a1c44df864e915690558e72adb9cc5203360daefd385084ced3b6c64c09
+MATHJAX_DIR    := build/site-static/mathjax
+# What tex-mml-chtml.js loads: itself, TeX extensions on demand, its fonts, the
+# accessibility tools of its menu (and their speech rules).
+MATHJAX_FILES  := tex-mml-chtml.js input output/chtml a11y sre ui
+
+$(SITE_STAMP): $(STAMP) docs/requirements.txt
+	$(BIN)/python -m pip install --quiet -r docs/requirements.txt
+	@touch $@
+
+$(MATHJAX_DIR)/tex-mml-chtml.js:
+	@tools/ensure_program.sh npm npm node "npm (fetches MathJax for the website)"
+	rm -rf build/mathjax-pack $(MATHJAX_DIR) && mkdir -p build/mathjax-pack $(MATHJAX_DIR)
+	cd build/mathjax-pack && npm pack --silent mathjax@$(MATHJAX_VER) >/dev/null
+	echo "$(MATHJAX_SHA256)  build/mathjax-pack/mathjax-$(MATHJAX_VER).tgz" | sha256sum -c --quiet
+	tar -xzf build/mathjax-pack/mathjax-$(MATHJAX_VER).tgz -C build/mathjax-pack
+	cd build/mathjax-pack/package/es5 && cp -r --parents $(MATHJAX_FILES) $(CURDIR)/$(MATHJAX_DIR)/
+	cp build/mathjax-pack/package/LICENSE $(MATHJAX_DIR)/LICENSE
+	rm -rf build/mathjax-pack
+
+site: $(SITE_STAMP) $(MATHJAX_DIR)/tex-mml-chtml.js
+	rm -rf $(SITE_SRC) build/site build/site-doctrees build/jupyter_execute && mkdir -p $(SITE_SRC)/notebooks $(SITE_SRC)/benchmarks
+	cp docs/index.md README.md $(SITE_SRC)/
+	cp $(NOTEBOOKS) $(SITE_SRC)/notebooks/
+	cp benchmarks/RESULTS.md benchmarks/results.png $(SITE_SRC)/benchmarks/
+	$(BIN)/sphinx-build -b html -c docs -d build/site-doctrees -E -W --keep-going -q $(SITE_SRC) build/site
+	@echo "Website: build/site/index.html ($$(find build/site -name '*.html' -not -path '*/_static/*' | wc -l) pages)"
+
+# For instructors: the course checked end to end in headless Chromium, in
+# JupyterLab and on the website (so the site is built first).
+e2e: $(STAMP) dot trust site
 	@tools/ensure_program.sh "$${CHROMIUM:-chromium} chromium-browser google-chrome" chromium "" "Chromium"
 	@$(BIN)/python -c 'import playwright' 2>/dev/null || $(BIN)/python -m pip install --quiet 'playwright>=1.40'
 	$(BIN)/python tools/e2e.py

@@ -1,6 +1,10 @@
-"""Drawing: deterministic DOT, grads on request, folding big graphs, read-only."""
+"""Drawing: deterministic DOT, SVG and PNG pictures, grads on request, folding big graphs, read-only."""
 
+import json
+import pathlib
+import re
 import shutil
+import struct
 
 import numpy as np
 import pytest
@@ -67,10 +71,48 @@ def test_big_graphs_are_folded_and_say_what_they_hide():
 
 
 @pytest.mark.skipif(shutil.which("dot") is None, reason="Graphviz not installed")
-def test_renders_svg_and_shows_dot_source_as_text():
-    bundle = draw_graph(small_graph()[2])._repr_mimebundle_()
+def test_renders_svg_and_png_and_shows_dot_source_as_text():
+    g = draw_graph(small_graph()[2])
+    source = g.source
+    bundle = g._repr_mimebundle_()
     assert bundle["image/svg+xml"].lstrip().startswith("<?xml")
-    assert bundle["text/plain"].startswith("digraph")
+    assert bundle["text/plain"].startswith("digraph") and bundle["text/plain"] == source
+    png = bundle["image/png"]
+    assert png[:8] == b"\x89PNG\r\n\x1a\n" and png[12:16] == b"IHDR"
+    # At PNG_DPI = 96 the PNG is as many pixels as the SVG is CSS pixels (96 per 72 pt).
+    width, height = struct.unpack(">II", png[16:24])
+    svg_w, svg_h = (float(v) for v in re.search(r'width="([\d.]+)pt" height="([\d.]+)pt"',
+                                                  bundle["image/svg+xml"]).groups())
+    assert abs(width - svg_w * 96 / 72) <= 2 and abs(height - svg_h * 96 / 72) <= 2
+    assert len(png) < 40_000  # a small graph stays small (about 6 kB with a palette, 21 kB without)
+    # The same graph gives the same bytes, and drawing changed nothing on the graph.
+    assert draw_graph(small_graph()[2])._repr_mimebundle_()["image/png"] == png
+    assert g.source == source and "dpi" not in source
+
+
+@pytest.mark.skipif(shutil.which("dot") is None, reason="Graphviz not installed")
+def test_the_png_falls_back_to_plain_png_or_to_none_where_graphviz_lacks_a_format(monkeypatch):
+    from minigrad.viz import graph as graph_module
+
+    monkeypatch.setattr(graph_module, "PNG_FORMATS", ("png:no-such-renderer", "png"))
+    monkeypatch.setattr(graph_module, "_png_format", {})
+    png = draw_graph(small_graph()[2])._repr_mimebundle_()["image/png"]
+    assert png[:8] == b"\x89PNG\r\n\x1a\n"
+    assert graph_module._png_format == {shutil.which("dot"): "png"}
+    # A Graphviz with no PNG at all: the SVG and the DOT text, as before the PNG existed.
+    monkeypatch.setattr(graph_module, "PNG_FORMATS", ("png:no-such-renderer",))
+    monkeypatch.setattr(graph_module, "_png_format", {})
+    g = draw_graph(small_graph()[2])
+    with pytest.raises(graph_module.PNGUnavailable, match="could not draw the graph as PNG"):
+        g._repr_image_png()
+    assert set(g._repr_mimebundle_()) == {"image/svg+xml", "text/plain"}
+
+
+@pytest.mark.skipif(shutil.which("dot") is None, reason="Graphviz not installed")
+def test_the_bundle_honours_include_and_exclude():
+    g = draw_graph(small_graph()[2])
+    assert set(g._repr_mimebundle_(include=["image/svg+xml"])) == {"image/svg+xml", "text/plain"}
+    assert set(g._repr_mimebundle_(exclude=["image/svg+xml"])) == {"image/png", "text/plain"}
 
 
 def test_missing_dot_gives_an_install_hint(monkeypatch):
@@ -109,3 +151,50 @@ def test_memory_timeline_stacks_every_category_and_marks_phases():
     assert fig is not None
     with pytest.raises(TypeError, match="expected a minigrad.memory.Timeline"):
         mg.viz.plot_memory_timeline([1, 2, 3])
+
+
+def _notebook_with_a_graph(tmp_path, png: bytes, dot_source: str):
+    """A one-cell notebook whose saved output is a graph bundle with the given PNG and DOT."""
+    import base64
+
+    cell = {"cell_type": "code", "execution_count": 1, "metadata": {}, "id": "c1",
+            "source": ["import minigrad as mg\n",
+                       "x = mg.Tensor([[1.0, 2.0]], name='x')\n",
+                       "w = mg.Tensor([[0.5], [-1.0]], requires_grad=True, name='w')\n",
+                       "mg.viz.draw_graph((x @ w).relu().sum())"],
+            "outputs": [{"output_type": "execute_result", "execution_count": 1, "metadata": {},
+                         "data": {"image/png": base64.b64encode(png).decode(),
+                                  "image/svg+xml": "<?xml version='1.0'?><svg>old</svg>",
+                                  "text/plain": dot_source}}]}
+    nb = {"cells": [cell], "metadata": {"kernelspec": {"name": "python3", "display_name": "Python 3",
+                                                       "language": "python"}},
+          "nbformat": 4, "nbformat_minor": 5}
+    path = tmp_path / "graph.ipynb"
+    path.write_text(json.dumps(nb))
+    return path
+
+
+def _nbval(path):
+    import subprocess
+    import sys
+
+    root = pathlib.Path(__file__).resolve().parents[1]
+    return subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--nbval", "--nbval-current-env",
+         "--nbval-sanitize-with", str(root / "tests" / "nbval_sanitize.cfg"), str(path)],
+        capture_output=True, text=True, cwd=path.parent, timeout=300)
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(shutil.which("dot") is None, reason="Graphviz not installed")
+def test_nbval_ignores_the_graph_pictures_but_compares_the_dot_source(tmp_path):
+    # The way `make nbtest` runs nbval: a saved graph whose PNG and SVG differ from a
+    # fresh run still passes (pictures depend on Graphviz), a different DOT source fails.
+    x = Tensor([[1.0, 2.0]], name="x")
+    w = Tensor([[0.5], [-1.0]], requires_grad=True, name="w")
+    source = draw_graph((x @ w).relu().sum()).source
+    other_png = b"\x89PNG\r\n\x1a\n" + b"not the same picture"
+    same = _nbval(_notebook_with_a_graph(tmp_path, other_png, source))
+    assert same.returncode == 0, same.stdout[-2000:]
+    changed = _nbval(_notebook_with_a_graph(tmp_path, other_png, source.replace("relu", "tanh")))
+    assert changed.returncode == 1 and "tanh" in changed.stdout, changed.stdout[-2000:]

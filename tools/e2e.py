@@ -1,30 +1,48 @@
-"""The course as a learner sees it: JupyterLab driven by headless Chromium.
+"""The course as a learner sees it: JupyterLab and the website, in headless Chromium.
 
 nbval proves that the notebooks' code runs; this checks what a learner sees.
 It starts `jupyter lab` from the project's .venv on a free localhost port with
-a fresh token, then, in a real browser and through the JupyterLab UI:
+a fresh token (and the app object exposed to the page), then, in a real
+browser:
 
 1. opens every notebook and checks that its saved outputs render: Graphviz
    graphs as SVG pictures with nodes (not DOT text), matplotlib figures as
    decoded images, no error output and no "cannot render" placeholder, and a
    graph for every cell whose last line draws one;
-2. runs the notebooks named by --run with "Restart Kernel and Run All Cells",
-   waits for the kernel to go idle, and checks the fresh outputs the same way;
-3. saves a screenshot of each notebook's first picture under build/e2e/;
+2. runs the notebooks named by --run with JupyterLab's own "Restart Kernel and
+   Run All Cells" command (notebook:restart-run-all, called through
+   window.jupyterapp), waits for it to finish, and checks the fresh outputs
+   the same way;
+3. opens an untrusted copy of notebook 00 (copied under build/e2e/ with its
+   metadata changed, so no trust signature matches it) and checks that every
+   saved graph still shows as a picture, the PNG beside its SVG, since
+   JupyterLab shows no saved SVG in an untrusted notebook;
 4. checks that the server refuses API requests without the token;
-5. stops the server and the browser, whatever happened.
+5. serves build/site/ (`make site`) from a local HTTP server and opens every
+   page with no network: any request not to that server is blocked and
+   fails the page. Each page must show its graphs and figures (loaded, with
+   alt text), typeset its maths (MathJax), link only to pages and anchors
+   that exist, and link each notebook to the one before and after it;
+6. saves screenshots under build/e2e/ (each notebook's first picture,
+   untrusted_graph.png, site_page.png), and stops the server and the browser,
+   whatever happened.
 
-It prints one line per notebook and `N passed, M failed`, and exits non-zero
-if anything failed. Usage: python tools/e2e.py [--run 00 --run 03] [NOTEBOOK ...]
+It prints one line per check and `N passed, M failed`, and exits non-zero if
+anything failed. Usage: python tools/e2e.py [--run 00 --run 03] [--only lab|site]
+[--untrusted NOTEBOOK] [NOTEBOOK ...]
 """
 
 from __future__ import annotations
 
 import argparse
 import ast
+import functools
+import html.parser
+import http.server
 import json
 import os
 import pathlib
+import re
 import secrets
 import shutil
 import signal
@@ -32,6 +50,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import urllib.error
 import urllib.parse
@@ -40,11 +59,22 @@ import urllib.request
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 NOTEBOOKS = ROOT / "notebooks"
 OUT = ROOT / "build" / "e2e"
+SITE = ROOT / "build" / "site"
+UNTRUSTED_DEFAULT = NOTEBOOKS / "00_the_training_loop.ipynb"
+SCREENSHOT_PAGE = "notebooks/03_backpropagation.html"  # graphs, a figure and maths
 BROWSERS = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable", "chrome")
 # Calls whose value, as a cell's last line, is a Graphviz drawing.
 GRAPH_CALLS = {"draw_graph", "draw", "draw_backward", "backward_steps", "Graph"}
 PLACEHOLDERS = ("Cannot display an untrusted", "No renderer could be found", "Javascript Error")
 ERROR_MARK = "Traceback (most recent call last)"  # how an error output reads (on stderr)
+# JupyterLab 4's command behind Kernel > "Restart Kernel and Run All Cells..."
+# (the Run menu's runmenu:restart-and-run-all delegates to it).
+RESTART_RUN_ALL = "notebook:restart-run-all"
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--disable-quic",
+                 "--no-first-run", "--disable-background-networking", "--disable-component-update",
+                 "--disable-sync",
+                 # No name resolves but the loopback address: nothing leaves the machine.
+                 "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1"]
 
 
 class Failure(Exception):
@@ -70,10 +100,20 @@ class Lab:
         tracker = pathlib.Path(self.settings, "@jupyterlab", "notebook-extension")
         tracker.mkdir(parents=True)
         (tracker / "tracker.jupyterlab-settings").write_text(json.dumps({"windowingMode": "none"}))
+        # Restart & Run All is called as a command: no confirmation dialog to click.
+        dialogs = pathlib.Path(self.settings, "@jupyterlab", "apputils-extension")
+        dialogs.mkdir(parents=True)
+        (dialogs / "sessionDialogs.jupyterlab-settings").write_text(
+            json.dumps({"skipKernelRestartDialog": True}))
+        # No "news?" prompt over the outputs, and no request to a website for news.
+        (dialogs / "notification.jupyterlab-settings").write_text(
+            json.dumps({"fetchNews": "false", "checkForUpdates": False}))
         jupyter = ROOT / ".venv" / "bin" / "jupyter"
         cmd = [str(jupyter), "lab", "--no-browser", "--ServerApp.ip=127.0.0.1",
                f"--ServerApp.port={self.port}", "--ServerApp.port_retries=0",
-               f"--IdentityProvider.token={self.token}", f"--ServerApp.root_dir={NOTEBOOKS}"]
+               f"--IdentityProvider.token={self.token}", f"--ServerApp.root_dir={ROOT}",
+               # window.jupyterapp, to call JupyterLab's commands from the page
+               "--LabApp.expose_app_in_browser=True"]
         if os.geteuid() == 0:
             cmd.append("--allow-root")
         env = dict(os.environ, JUPYTERLAB_SETTINGS_DIR=self.settings)
@@ -130,12 +170,24 @@ class Lab:
 
 # ------------------------------------------------------- what to expect
 
+def _outputs(nb: dict) -> list[tuple[int, dict]]:
+    code = [c for c in nb["cells"] if c["cell_type"] == "code"]
+    return [(i, o.get("data", {})) for i, c in enumerate(code) for o in c["outputs"]]
+
+
 def expected(nb_path: pathlib.Path) -> dict:
-    """What the saved notebook promises: pictures, and cells that must draw a graph."""
+    """What the saved notebook promises: pictures, and cells that must draw a graph.
+
+    A graph's output holds an SVG (shown in trusted notebooks) and, when saved by
+    the current minigrad, a PNG beside it (shown in untrusted ones); a figure's
+    output is a PNG alone.
+    """
     nb = json.loads(nb_path.read_text(encoding="utf-8"))
     code = [c for c in nb["cells"] if c["cell_type"] == "code"]
-    svg = sum("image/svg+xml" in o.get("data", {}) for c in code for o in c["outputs"])
-    png = sum("image/png" in o.get("data", {}) for c in code for o in c["outputs"])
+    outs = _outputs(nb)
+    svg = sum("image/svg+xml" in d for _, d in outs)
+    png = sum("image/png" in d and "image/svg+xml" not in d for _, d in outs)
+    graph_png = sum("image/png" in d and "image/svg+xml" in d for _, d in outs)
     must_draw = []
     for i, c in enumerate(code):
         if draws_a_graph("".join(c["source"])):
@@ -143,7 +195,10 @@ def expected(nb_path: pathlib.Path) -> dict:
             if not any("image/svg+xml" in o.get("data", {}) for o in c["outputs"]):
                 raise Failure(f"code cell {i + 1} ends by drawing a graph, but its saved output "
                               f"has no picture (run `make execute`)")
-    return {"svg": svg, "png": png, "must_draw": must_draw}
+    graph_cells = sorted({i for i, d in outs if "image/svg+xml" in d})
+    return {"svg": svg, "png": png, "graph_png": graph_png, "must_draw": must_draw,
+            "graph_cells": graph_cells,
+            "maths": has_maths(nb), "links": notebook_links(nb)}
 
 
 def draws_a_graph(source: str) -> bool:
@@ -158,6 +213,37 @@ def draws_a_graph(source: str) -> bool:
     return name in GRAPH_CALLS
 
 
+MATHS = re.compile(r"\$\$.+?\$\$|(?<![\\$])\$(?=\S)[^$\n]+?(?<=\S)\$(?!\d)", re.S)
+NOTEBOOK_LINK = re.compile(r"\]\((?:\./)?([0-9][0-9]_[^)#\s]+)\.ipynb(?:#[^)\s]*)?\)")
+
+
+def has_maths(nb: dict) -> bool:
+    """Whether a markdown cell holds TeX between dollars ($x$ or $$x$$)."""
+    return any(MATHS.search("".join(c["source"])) for c in nb["cells"] if c["cell_type"] == "markdown")
+
+
+def notebook_links(nb: dict) -> set[str]:
+    """The notebooks (stems) that a notebook's markdown links to."""
+    return {m for c in nb["cells"] if c["cell_type"] == "markdown"
+            for m in NOTEBOOK_LINK.findall("".join(c["source"]))}
+
+
+def untrusted_copy(src: pathlib.Path, dest_dir: pathlib.Path) -> pathlib.Path:
+    """A copy of a notebook that no trust signature matches.
+
+    Jupyter trusts a notebook by a signature of its content, wherever it lies,
+    so an exact copy of a trusted notebook is trusted too. The copy's metadata
+    says what it is, which changes its content and so its signature.
+    """
+    nb = json.loads(src.read_text(encoding="utf-8"))
+    nb.setdefault("metadata", {})["minigrad_e2e"] = "untrusted copy for the browser check"
+    nb["metadata"].pop("signature", None)
+    dest_dir.mkdir(parents=True, exist_ok=True)
+    dest = dest_dir / src.name
+    dest.write_text(json.dumps(nb, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    return dest
+
+
 # ------------------------------------------------------------- browser
 
 def find_browser() -> str:
@@ -169,8 +255,13 @@ def find_browser() -> str:
                   "chromium; macOS: install Google Chrome) or set CHROMIUM=/path/to/chrome")
 
 
-def open_notebook(page, lab: Lab, name: str) -> None:
-    page.goto(f"{lab.base}/lab/tree/{urllib.parse.quote(name)}?reset")
+def lab_path(path: pathlib.Path) -> str:
+    """A notebook's path as the server (rooted at the repository) names it."""
+    return path.resolve().relative_to(ROOT).as_posix()
+
+
+def open_notebook(page, lab: Lab, rel: str) -> None:
+    page.goto(f"{lab.base}/lab/tree/{urllib.parse.quote(rel)}?reset")
     page.wait_for_selector(".jp-NotebookPanel .jp-Notebook .jp-Cell", timeout=90_000)
     page.wait_for_function(  # every output area has been filled in
         "() => document.querySelectorAll('.jp-NotebookPanel .jp-Cell').length > 0", timeout=30_000)
@@ -181,7 +272,7 @@ def picture_state(page) -> dict:
     """Read the notebook's outputs from the DOM."""
     return page.evaluate(r"""() => {
       const cells = [...document.querySelectorAll('.jp-NotebookPanel .jp-Notebook .jp-CodeCell')];
-      const out = {cells: [], svgOk: 0, svgBad: 0, png: 0, pngBad: 0, dotText: 0, bad: []};
+      const out = {cells: [], svgOk: 0, svgBad: 0, png: 0, pngBad: 0, pngData: 0, dotText: 0, bad: []};
       cells.forEach((cell, i) => {
         const c = {svg: 0};
         for (const o of cell.querySelectorAll('.jp-OutputArea-output')) {
@@ -194,7 +285,10 @@ def picture_state(page) -> dict:
             else out.svgBad++;
           } else if (mime === 'image/png') {
             const img = o.querySelector('img');
-            if (img && img.complete && img.naturalWidth > 0) out.png++; else out.pngBad++;
+            if (img && img.complete && img.naturalWidth > 0) {
+              out.png++;
+              if ((img.getAttribute('src') || '').startsWith('data:image/png;base64,')) out.pngData++;
+            } else out.pngBad++;
           } else if (mime === 'text/plain' && /^\s*(strict\s+)?digraph\b/.test(text)) {
             out.dotText++;
           }
@@ -235,6 +329,45 @@ def check_outputs(page, exp: dict, when: str) -> None:
         raise Failure(f"{when}: " + "; ".join(dict.fromkeys(problems)))
 
 
+def check_untrusted(page, exp: dict) -> str:
+    """An untrusted notebook: no cell trusted, and every graph shown as its PNG."""
+    trust = page.evaluate("""() => {
+      const panel = window.jupyterapp.shell.currentWidget;
+      const cells = panel.content.model.cells;
+      const flags = [];
+      for (let i = 0; i < cells.length; i++) {
+        const c = cells.get(i);
+        if (c.type === 'code') flags.push(!!c.trusted);
+      }
+      return flags;
+    }""")
+    if any(trust):
+        raise Failure(f"the copy is trusted ({sum(trust)} of {len(trust)} code cells): the check "
+                      f"would prove nothing")
+    s = picture_state(page)
+    graphs = exp["svg"]
+    problems = []
+    if graphs and not exp["graph_png"]:
+        problems.append(f"its {graphs} saved graph(s) carry no image/png, only SVG, which JupyterLab "
+                        f"hides in untrusted notebooks (re-run the notebook with the current minigrad: "
+                        f"`make execute`)")
+    elif exp["graph_png"] < graphs:
+        problems.append(f"only {exp['graph_png']} of its {graphs} saved graphs carry an image/png")
+    if s["svgOk"]:
+        problems.append(f"{s['svgOk']} SVG output(s) shown although the notebook is untrusted")
+    if s["dotText"]:
+        problems.append(f"{s['dotText']} graph(s) shown as DOT text instead of a picture")
+    if s["pngBad"]:
+        problems.append(f"{s['pngBad']} PNG output(s) that did not decode")
+    want = graphs + exp["png"]
+    if s["pngData"] < want:
+        problems.append(f"{s['pngData']} of {want} pictures ({graphs} graphs, {exp['png']} figures) "
+                        f"shown as PNG images")
+    if problems:
+        raise Failure("untrusted copy: " + "; ".join(problems))
+    return f"untrusted: all {len(trust)} code cells untrusted, {graphs} graphs shown as PNG images"
+
+
 def screenshot_first_picture(page, stem: str) -> str:
     pic = page.query_selector(".jp-OutputArea-output[data-mime-type='image/svg+xml'] img, "
                               ".jp-OutputArea-output[data-mime-type='image/png'] img")
@@ -246,36 +379,364 @@ def screenshot_first_picture(page, stem: str) -> str:
     return str(path.relative_to(ROOT))
 
 
+def screenshot_untrusted_graph(page, exp: dict) -> str:
+    """The window, scrolled to the first graph that fits in it, as the untrusted
+    notebook shows it (the status bar's shield says it is not trusted)."""
+    box = page.evaluate("""(cells) => {
+      const all = [...document.querySelectorAll('.jp-NotebookPanel .jp-Notebook .jp-CodeCell')];
+      const imgs = cells.map(i => all[i]).filter(Boolean)
+        .map(c => c.querySelector(".jp-OutputArea-output[data-mime-type='image/png'] img")).filter(Boolean);
+      const fits = imgs.find(img => img.getBoundingClientRect().height < window.innerHeight - 250) || imgs[0];
+      if (!fits) return false;
+      fits.scrollIntoView({block: 'center'});
+      return true;
+    }""", exp["graph_cells"])
+    if not box:
+        raise Failure("no graph shown as PNG to screenshot")
+    page.wait_for_timeout(500)
+    path = OUT / "untrusted_graph.png"
+    page.screenshot(path=str(path))
+    return str(path.relative_to(ROOT))
+
+
 def restart_and_run_all(page, n_code_cells: int, timeout_s: float) -> None:
+    """JupyterLab's Restart Kernel and Run All Cells, called as its command."""
     page.wait_for_selector(".jp-Notebook-ExecutionIndicator[data-status='idle']", timeout=90_000)
-    page.click(".lm-MenuBar-itemLabel:text-is('Kernel')")
-    page.click(".lm-Menu-itemLabel:text-matches('^Restart Kernel and Run All Cells')")
-    page.click(".jp-Dialog-button.jp-mod-accept")
-    # Busy first; done when the kernel is idle and no cell is queued or running
-    # (an error stops the run early: the cells after it stay unnumbered).
-    page.wait_for_timeout(1500)
+    if not page.evaluate("(id) => !!window.jupyterapp && window.jupyterapp.commands.hasCommand(id)",
+                         RESTART_RUN_ALL):
+        raise Failure(f"JupyterLab has no command {RESTART_RUN_ALL!r} (or does not expose "
+                      f"window.jupyterapp: is --LabApp.expose_app_in_browser set?)")
+    page.evaluate("""(id) => {
+      window.__e2eRun = {done: false};
+      window.jupyterapp.commands.execute(id).then(
+        (r) => { window.__e2eRun = {done: true, ok: r === true}; },
+        (e) => { window.__e2eRun = {done: true, ok: false, error: String(e)}; });
+    }""", RESTART_RUN_ALL)
+    # Done when the command's promise settles (after the last cell, or at an
+    # error), the kernel is idle and no cell is queued or running.
     page.wait_for_function(
         """() => {
           const ind = document.querySelector('.jp-Notebook-ExecutionIndicator');
           const prompts = [...document.querySelectorAll(
               '.jp-NotebookPanel .jp-CodeCell .jp-InputArea-prompt')].map(p => p.innerText);
-          return ind && ind.getAttribute('data-status') === 'idle'
+          return window.__e2eRun && window.__e2eRun.done
+                 && ind && ind.getAttribute('data-status') === 'idle'
                  && !prompts.some(t => t.includes('*'));
         }""", timeout=timeout_s * 1000, polling=500)
     page.wait_for_timeout(1500)
+    run = page.evaluate("() => window.__e2eRun")
     prompts = page.eval_on_selector_all(
         ".jp-NotebookPanel .jp-CodeCell .jp-InputArea-prompt", "ps => ps.map(p => p.innerText.trim())")
     unrun = [i for i, t in enumerate(prompts) if not t.strip("[]: ").isdigit()]
-    if unrun:
+    if unrun or not run.get("ok"):
         s = picture_state(page)
         errors = [i for i, mime, text in s["bad"]
                   if mime == "application/vnd.jupyter.stderr" and ERROR_MARK in text]
         where = f"; code cell {errors[0] + 1} raised" if errors else ""
+        if run.get("error"):
+            where += f"; the command failed: {run['error'][:200]}"
+        first = f" (first: code cell {unrun[0] + 1})" if unrun else ""
         raise Failure(f"Restart Kernel and Run All Cells stopped early: {len(unrun)} of "
-                      f"{n_code_cells} code cells did not run (first: code cell {unrun[0] + 1}){where}")
+                      f"{n_code_cells} code cells did not run{first}{where}")
+
+
+# ------------------------------------------------------------- the website
+
+class SiteServer:
+    """build/site/ over HTTP on a free localhost port, in a background thread."""
+
+    def __init__(self, root: pathlib.Path):
+        class Quiet(http.server.SimpleHTTPRequestHandler):
+            def log_message(self, *args):
+                pass
+
+        self.httpd = http.server.ThreadingHTTPServer(
+            ("127.0.0.1", 0), functools.partial(Quiet, directory=str(root)))
+        self.base = f"http://127.0.0.1:{self.httpd.server_address[1]}"
+        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+        self.thread.start()
+
+    def stop(self) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+def is_local(url: str, base: str) -> bool:
+    """Whether a request goes to the site's own server (and so may go out at all).
+
+    The same scheme, host and port as ``base``; data: and blob: URLs never leave
+    the page. Anything else (another host, another port, another scheme) is not.
+    """
+    u, b = urllib.parse.urlsplit(url), urllib.parse.urlsplit(base)
+    if u.scheme in ("data", "blob", "about"):
+        return True
+    return (u.scheme, u.hostname, u.port) == (b.scheme, b.hostname, b.port)
+
+
+def site_pages(site: pathlib.Path) -> list[str]:
+    """Every HTML page of the built site, as paths relative to its root."""
+    return sorted(p.relative_to(site).as_posix() for p in site.rglob("*.html")
+                  if "_static" not in p.relative_to(site).parts)
+
+
+def link_target(href: str, base: str, site: pathlib.Path) -> tuple[pathlib.Path, str] | None:
+    """The file (and the anchor) that an absolute link on the site points to, or
+    None for a link that leaves the site (another host, mailto:, javascript:...)."""
+    if not is_local(href, base) or urllib.parse.urlsplit(href).scheme in ("data", "blob", "about"):
+        return None
+    u = urllib.parse.urlsplit(href)
+    path = urllib.parse.unquote(u.path).lstrip("/")
+    target = site / path
+    if not path or path.endswith("/"):
+        target = target / "index.html"
+    return target, urllib.parse.unquote(u.fragment)
+
+
+class _Ids(html.parser.HTMLParser):
+    def __init__(self):
+        super().__init__()
+        self.ids: set[str] = set()
+
+    def handle_starttag(self, tag, attrs):
+        for k, v in attrs:
+            if k in ("id", "name") and v:
+                self.ids.add(v)
+
+
+@functools.cache
+def anchors_of(path: pathlib.Path) -> frozenset[str]:
+    parser = _Ids()
+    parser.feed(path.read_text(encoding="utf-8", errors="replace"))
+    return frozenset(parser.ids)
+
+
+def link_problems(hrefs: list[str], base: str, site: pathlib.Path) -> list[str]:
+    """Links on a page whose target file, or anchor within it, does not exist."""
+    problems = []
+    for href in dict.fromkeys(hrefs):
+        target = link_target(href, base, site)
+        if target is None:
+            continue
+        path, anchor = target
+        rel = href[len(base):] if href.startswith(base) else href
+        if not path.is_file():
+            problems.append(f"{rel} (no such file)")
+        elif anchor and path.suffix == ".html" and anchor not in anchors_of(path):
+            problems.append(f"{rel} (no such anchor)")
+    return problems
+
+
+def neighbour_problems(order: list[str], prev_next: dict[str, tuple[str | None, str | None]]) -> list[str]:
+    """Whether each notebook page's previous/next links follow the notebooks' order.
+
+    ``order``: the notebook pages in course order; ``prev_next``: for each page,
+    the pages its previous and next links point to (None: no such link).
+    """
+    problems = []
+    for i, page in enumerate(order):
+        prev, nxt = prev_next.get(page, (None, None))
+        if i > 0 and prev != order[i - 1]:
+            problems.append(f"{page}: 'previous' goes to {prev}, not {order[i - 1]}")
+        if i + 1 < len(order) and nxt != order[i + 1]:
+            problems.append(f"{page}: 'next' goes to {nxt}, not {order[i + 1]}")
+    return problems
+
+
+def page_state(page) -> dict:
+    """Pictures, maths and links of a site page, from its DOM."""
+    return page.evaluate(r"""() => {
+      const imgs = [...document.images];
+      const out = [...document.querySelectorAll('.cell_output img')];
+      const prev = document.querySelector('.prev-next-area a.left-prev');
+      const next = document.querySelector('.prev-next-area a.right-next');
+      return {
+        images: imgs.length,
+        broken: imgs.filter(i => !(i.complete && i.naturalWidth > 0)).map(i => i.getAttribute('src')),
+        noAlt: imgs.filter(i => !(i.getAttribute('alt') || '').trim()).map(i => i.getAttribute('src')),
+        graphs: out.filter(i => /\.svg$/.test(i.getAttribute('src') || '')
+                                || /^Computation graph|^Diagram/.test(i.alt)).length,
+        figures: out.filter(i => /\.png$/.test(i.getAttribute('src') || '')
+                                 && !/^Computation graph|^Diagram/.test(i.alt)).length,
+        alts: out.map(i => i.alt),
+        maths: document.querySelectorAll('.math').length,
+        typeset: document.querySelectorAll('mjx-container').length,
+        mathErrors: [...document.querySelectorAll('mjx-merror')].map(e => e.textContent).slice(0, 3),
+        links: [...document.querySelectorAll('a[href]')].map(a => a.href),
+        prev: prev ? prev.href : null,
+        next: next ? next.href : null,
+      };
+    }""")
+
+
+def check_site_page(page, base: str, rel: str, exp: dict | None, blocked: list[str],
+                    failed: list[str], errors: list[str]) -> tuple[list[str], str, dict]:
+    """Open one page of the site; return its problems, a summary, and what it shows."""
+    blocked.clear()
+    failed.clear()
+    errors.clear()
+    page.goto(f"{base}/{rel}", wait_until="load")
+    if page.evaluate("() => document.querySelectorAll('.math').length") > 0:
+        try:
+            page.wait_for_function(
+                "() => document.querySelectorAll('mjx-container').length"
+                " >= document.querySelectorAll('.math').length", timeout=30_000, polling=250)
+        except Exception:  # reported below with the counts
+            pass
+    page.wait_for_load_state("networkidle")
+    s = page_state(page)
+    problems = []
+    if blocked:
+        problems.append(f"asked for {len(blocked)} resource(s) outside the site: {blocked[:3]}")
+    if failed:
+        problems.append(f"{len(failed)} request(s) failed: {failed[:3]}")
+    if errors:
+        problems.append(f"script error: {errors[0][:200]}")
+    if s["broken"]:
+        problems.append(f"{len(s['broken'])} image(s) did not load: {s['broken'][:3]}")
+    if s["noAlt"]:
+        problems.append(f"{len(s['noAlt'])} image(s) without alt text: {s['noAlt'][:3]}")
+    if s["maths"] and s["typeset"] < s["maths"]:
+        problems.append(f"{s['typeset']} of {s['maths']} formulas typeset by MathJax")
+    if s["mathErrors"]:
+        problems.append(f"MathJax errors: {s['mathErrors']}")
+    problems += [f"broken link {p}" for p in link_problems(s["links"], base, SITE)[:5]]
+    if exp is not None:
+        if s["graphs"] != exp["svg"]:
+            problems.append(f"{s['graphs']} of {exp['svg']} graphs shown")
+        if s["figures"] != exp["png"]:
+            problems.append(f"{s['figures']} of {exp['png']} figures shown")
+        if exp["maths"] and not s["typeset"]:
+            problems.append("the notebook has maths, but the page shows no typeset formula")
+        pages = {link_target(h, base, SITE)[0].name for h in s["links"] if link_target(h, base, SITE)}
+        missing = sorted(f"{stem}.html" for stem in exp["links"] if f"{stem}.html" not in pages)
+        if missing:
+            problems.append(f"links to other notebooks missing: {missing}")
+    note = [f"{s['images']} images loaded"]
+    if exp is not None:
+        note.append(f"{exp['svg']} graphs, {exp['png']} figures")
+    if s["maths"]:
+        note.append(f"{s['typeset']} formulas typeset")
+    note.append(f"{len(set(s['links']))} links resolve")
+    return problems, ", ".join(note), s
+
+
+def check_site(browser, results: list, notebooks: list[pathlib.Path]) -> None:
+    if not (SITE / "index.html").is_file():
+        results.append(("site", False, f"{SITE.relative_to(ROOT)}/index.html is missing: run `make site`"))
+        return
+    server = SiteServer(SITE)
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    blocked: list[str] = []
+    failed: list[str] = []
+    errors: list[str] = []
+
+    def route(r):
+        if is_local(r.request.url, server.base):
+            r.continue_()
+        else:
+            blocked.append(r.request.url)
+            r.abort("blockedbyclient")
+
+    try:
+        context.route("**/*", route)
+        page = context.new_page()
+        page.on("response", lambda resp: failed.append(f"{resp.status} {resp.url[len(server.base):]}")
+                if resp.status >= 400 else None)
+        page.on("pageerror", lambda e: errors.append(str(e)))
+        by_page = {f"notebooks/{p.stem}.html": p for p in notebooks}
+        order = [f"notebooks/{p.stem}.html" for p in sorted(notebooks)]
+        prev_next = {}
+
+        def page_of(href):
+            t = link_target(href, server.base, SITE) if href else None
+            return t[0].relative_to(SITE).as_posix() if t else None
+
+        for rel in site_pages(SITE):
+            t0 = time.time()
+            try:
+                exp = expected(by_page[rel]) if rel in by_page else None
+                problems, note, s = check_site_page(page, server.base, rel, exp, blocked, failed, errors)
+                prev_next[rel] = (page_of(s["prev"]), page_of(s["next"]))
+                if problems:
+                    raise Failure("; ".join(problems))
+                if rel == SCREENSHOT_PAGE:
+                    pic = page.query_selector(".cell_output img")
+                    if pic is not None:
+                        pic.scroll_into_view_if_needed()
+                        page.evaluate("() => window.scrollBy(0, -250)")
+                    page.screenshot(path=str(OUT / "site_page.png"))
+                    note += "; screenshot build/e2e/site_page.png"
+                results.append((f"site {rel}", True, note + f" ({time.time() - t0:.1f} s)"))
+            except Exception as e:  # one page's failure is that page's line
+                results.append((f"site {rel}", False, str(e).splitlines()[0][:400]))
+        problems = neighbour_problems([p for p in order if p in prev_next], prev_next)
+        missing = [p for p in order if p not in prev_next]
+        if missing:
+            problems.insert(0, f"no page for {missing}")
+        results.append(("site previous/next", not problems,
+                         "; ".join(problems[:4]) if problems else
+                         f"the {len(order)} notebook pages link to each other in order"))
+    finally:
+        context.close()
+        server.stop()
 
 
 # ----------------------------------------------------------------- main
+
+def check_lab(browser, results: list, paths: list[pathlib.Path], run: set[str],
+              untrusted_src: pathlib.Path, timeout: float) -> None:
+    lab = Lab(OUT / "jupyter-lab.log")
+    scratch = pathlib.Path(tempfile.mkdtemp(prefix="untrusted-", dir=OUT))
+    try:
+        lab.wait_ready()
+        # Security: no token, no access; with the token, access.
+        for path in ("/api/contents", "/api/kernels", "/api/sessions"):
+            code = lab.get(path, token=False)
+            ok = code in (401, 403)
+            results.append((f"security {path}", ok,
+                            f"refused without token ({code})" if ok else f"answered {code} without token"))
+        context = browser.new_context(viewport={"width": 1920, "height": 1080})
+        page = context.new_page()
+        page.goto(f"{lab.base}/lab?token={lab.token}")  # log in once: sets the cookie
+        page.wait_for_selector(".jp-LabShell", timeout=90_000)
+        jobs = [(p, "trusted") for p in paths] + [(untrusted_src, "untrusted")]
+        for path, kind in jobs:
+            t0, note = time.time(), []
+            name = path.name if kind == "trusted" else f"{path.name} (untrusted copy)"
+            try:
+                exp = expected(path)
+                if kind == "trusted":
+                    open_notebook(page, lab, lab_path(path))
+                    check_outputs(page, exp, "saved outputs")
+                    note.append(f"{exp['svg']} graphs, {exp['png']} figures render")
+                    note.append("screenshot " + screenshot_first_picture(page, path.stem))
+                    if path.name[:2] in run:
+                        n_code = len([c for c in json.loads(path.read_text())["cells"]
+                                      if c["cell_type"] == "code"])
+                        restart_and_run_all(page, n_code, timeout)
+                        check_outputs(page, exp, f"after {RESTART_RUN_ALL}")
+                        note.append(f"re-ran cleanly in the browser ({RESTART_RUN_ALL})")
+                else:
+                    copy = untrusted_copy(path, scratch)
+                    open_notebook(page, lab, lab_path(copy))
+                    page.wait_for_function("() => !!window.jupyterapp", timeout=30_000)
+                    note.append(check_untrusted(page, exp))
+                    note.append("screenshot " + screenshot_untrusted_graph(page, exp))
+                results.append((name, True, "; ".join(note) + f" ({time.time() - t0:.0f} s)"))
+            except Exception as e:  # Failure or the browser's own errors
+                results.append((name, False, str(e).splitlines()[0][:400]))
+            finally:
+                try:
+                    lab.shutdown_kernels()
+                except OSError:
+                    pass
+        context.close()
+    except Failure as e:
+        results.append(("jupyter lab", False, str(e)))
+    finally:
+        lab.stop()
+        shutil.rmtree(scratch, ignore_errors=True)
+
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -284,6 +745,10 @@ def main(argv: list[str] | None = None) -> int:
                     help="number prefix of a notebook to Restart & Run All in the browser "
                          "(repeatable; default: 00 and 03)")
     ap.add_argument("--timeout", type=float, default=300, help="seconds allowed for one Run All")
+    ap.add_argument("--only", choices=("lab", "site"), help="check only JupyterLab or only the website")
+    ap.add_argument("--untrusted", type=pathlib.Path, default=UNTRUSTED_DEFAULT,
+                    help="notebook to open as an untrusted copy (default: notebooks/00_...); it must "
+                         "lie inside the repository, where the server can reach it")
     args = ap.parse_args(argv)
     run = set(args.run or ["00", "03"])
     paths = [pathlib.Path(p).resolve() for p in args.notebooks] or sorted(
@@ -291,7 +756,6 @@ def main(argv: list[str] | None = None) -> int:
     OUT.mkdir(parents=True, exist_ok=True)
 
     try:
-        from playwright.sync_api import Error as PlaywrightError
         from playwright.sync_api import sync_playwright
     except ImportError:
         print("e2e: Python Playwright is missing; `make e2e` installs it into .venv", file=sys.stderr)
@@ -304,55 +768,15 @@ def main(argv: list[str] | None = None) -> int:
 
     start = time.time()
     results: list[tuple[str, bool, str]] = []
-    lab = Lab(OUT / "jupyter-lab.log")
-    browser = None
-    try:
-        lab.wait_ready()
-        # Security: no token, no access; with the token, access.
-        for path in ("/api/contents", "/api/kernels", "/api/sessions"):
-            code = lab.get(path, token=False)
-            ok = code in (401, 403)
-            results.append((f"security {path}", ok,
-                            f"refused without token ({code})" if ok else f"answered {code} without token"))
-        with sync_playwright() as pw:
-            browser = pw.chromium.launch(
-                executable_path=browser_path, headless=True,
-                args=["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-                      "--disable-background-networking", "--disable-component-update",
-                      "--disable-sync", "--no-first-run", "--disable-quic"])
-            context = browser.new_context(viewport={"width": 1920, "height": 1080})
-            page = context.new_page()
-            page.goto(f"{lab.base}/lab?token={lab.token}")  # log in once: sets the cookie
-            page.wait_for_selector(".jp-LabShell", timeout=90_000)
-            for path in paths:
-                t0, note = time.time(), []
-                try:
-                    exp = expected(path)
-                    open_notebook(page, lab, path.name)
-                    check_outputs(page, exp, "saved outputs")
-                    note.append(f"{exp['svg']} graphs, {exp['png']} figures render")
-                    note.append("screenshot " + screenshot_first_picture(page, path.stem))
-                    if path.name[:2] in run:
-                        n_code = len([c for c in json.loads(path.read_text())["cells"]
-                                      if c["cell_type"] == "code"])
-                        restart_and_run_all(page, n_code, args.timeout)
-                        check_outputs(page, exp, "after Restart Kernel and Run All Cells")
-                        note.append("re-ran cleanly in the browser")
-                    results.append((path.name, True, "; ".join(note) + f" ({time.time() - t0:.0f} s)"))
-                except (Failure, PlaywrightError) as e:
-                    msg = str(e).splitlines()[0][:400]
-                    results.append((path.name, False, msg))
-                finally:
-                    try:
-                        lab.shutdown_kernels()
-                    except OSError:
-                        pass
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=browser_path, headless=True, args=CHROMIUM_ARGS)
+        try:
+            if args.only != "site":
+                check_lab(browser, results, paths, run, args.untrusted.resolve(), args.timeout)
+            if args.only != "lab":
+                check_site(browser, results, sorted(NOTEBOOKS.glob("[0-9][0-9]_*.ipynb")))
+        finally:
             browser.close()
-            browser = None
-    except Failure as e:
-        results.append(("jupyter lab", False, str(e)))
-    finally:
-        lab.stop()
 
     width = max(len(name) for name, _, _ in results) if results else 10
     for name, ok, msg in results:

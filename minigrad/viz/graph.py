@@ -10,6 +10,7 @@ of a graph is the same on every run and every machine.
 from __future__ import annotations
 
 import shutil
+import subprocess
 from collections import Counter
 from collections.abc import Iterable
 from typing import Any
@@ -43,15 +44,37 @@ PALETTE = {
 }
 
 
+# Pixels per inch of the PNG beside each graph's SVG. Graphviz lays out in points
+# (72 to the inch) and a browser shows the SVG's points at 96 CSS pixels to the
+# inch, so at 96 the PNG is exactly as large on screen as the SVG.
+PNG_DPI = 96
+# Cairo draws the PNG; where Graphviz has its gd plugin, gd writes it with a
+# colour palette, about a third of the bytes of cairo's own full-colour PNG and
+# the same to the eye. Either way the same Graphviz gives the same bytes.
+PNG_FORMATS = ("png:cairo:gd", "png")
+_png_format: dict[str, str] = {}  # dot program -> the first of PNG_FORMATS it has
+
+
 class GraphvizNotFound(RuntimeError):
     """Rendering needs Graphviz's `dot` executable, and it is missing."""
 
 
-class Graph(graphviz.Digraph):
-    """A ``graphviz.Digraph`` that shows its DOT source as text in notebooks.
+class PNGUnavailable(RuntimeError):
+    """This Graphviz writes none of PNG_FORMATS."""
 
-    The SVG depends on the Graphviz version; the DOT source does not. Putting the
-    source in ``text/plain`` lets notebook tests compare what is stable.
+
+class Graph(graphviz.Digraph):
+    """A ``graphviz.Digraph`` that shows itself in notebooks as a picture and as DOT text.
+
+    A notebook saves three renderings of each graph:
+
+    * ``image/svg+xml``: sharp at any zoom; JupyterLab shows it in trusted notebooks.
+    * ``image/png``: shown in any viewer, including an untrusted notebook, where
+      JupyterLab refuses SVG. Drawn at ``PNG_DPI`` (as large as the SVG looks),
+      with a palette where Graphviz can, so it stays small; the same Graphviz
+      gives the same bytes for the same graph.
+    * ``text/plain``: the DOT source. The pictures depend on the Graphviz version;
+      the source does not, so notebook tests compare the source.
     """
 
     def pipe(self, *args: Any, **kwargs: Any):
@@ -66,10 +89,34 @@ class Graph(graphviz.Digraph):
         except graphviz.ExecutableNotFound:
             raise GraphvizNotFound(INSTALL_HINT) from None
 
-    def _repr_mimebundle_(self, include=None, exclude=None, **kwargs):
-        if shutil.which("dot") is None:
+    def _repr_image_png(self) -> bytes:
+        """The graph as PNG at ``PNG_DPI``. The dpi goes on the command line, so the
+        graph and its DOT source stay as they are."""
+        program = shutil.which(self.engine)
+        if program is None:
             raise GraphvizNotFound(INSTALL_HINT)
-        bundle = super()._repr_mimebundle_(include, exclude, **kwargs)
+        formats = [_png_format[program]] if program in _png_format else list(PNG_FORMATS)
+        errors = []
+        for fmt in formats:
+            done = subprocess.run([program, f"-T{fmt}", f"-Gdpi={PNG_DPI}"], input=self.source.encode(),
+                                  capture_output=True, check=False)
+            if done.returncode == 0 and done.stdout.startswith(b"\x89PNG"):
+                _png_format[program] = fmt
+                return done.stdout
+            errors.append(f"-T{fmt}: {done.stderr.decode(errors='replace').strip()}")
+        raise PNGUnavailable(f"{self.engine} could not draw the graph as PNG: " + "; ".join(errors))
+
+    def _repr_mimebundle_(self, include=None, exclude=None, **kwargs):
+        if shutil.which(self.engine) is None:
+            raise GraphvizNotFound(INSTALL_HINT)
+        include = set(include) if include is not None else {"image/svg+xml", "image/png"}
+        include -= set(exclude or ())
+        bundle = super()._repr_mimebundle_(include - {"image/png"}, None, **kwargs)
+        if "image/png" in include:
+            try:
+                bundle["image/png"] = self._repr_image_png()
+            except PNGUnavailable:
+                pass  # a Graphviz without PNG output: the SVG and the text, as before
         bundle["text/plain"] = self.source
         return bundle
 

@@ -1,0 +1,54 @@
+"""Sphinx configuration of the course's website (`make site`).
+
+The website is the README and the sixteen notebooks with their saved outputs:
+nothing is executed. `make site` lays the sources out under build/site-src/
+(this folder's index.md, README.md, notebooks/, benchmarks/RESULTS.md) and
+runs `sphinx-build -c docs build/site-src build/site`.
+"""
+
+import pathlib
+import sys
+
+HERE = pathlib.Path(__file__).resolve().parent
+ROOT = HERE.parent
+sys.path.insert(0, str(HERE))  # alt_text.py
+
+# MathJax is served from the site itself (no CDN): `make site` unpacks it here.
+MATHJAX = ROOT / "build" / "site-static"
+if not (MATHJAX / "mathjax" / "tex-mml-chtml.js").is_file():
+    raise RuntimeError(f"MathJax is missing from {MATHJAX}/mathjax: build the site with `make site`")
+
+project = "minigrad"
+author = "the minigrad authors"
+copyright = "the minigrad authors, MIT licence"
+html_title = "minigrad"
+
+# githubpages writes .nojekyll, so GitHub Pages serves _static/ and _images/ as they are.
+extensions = ["myst_nb", "sphinx.ext.githubpages", "alt_text"]
+root_doc = "index"
+# README.md is the landing page through index.md's include, not a page of its own.
+exclude_patterns = ["README.md", "**/.ipynb_checkpoints"]
+
+# Notebooks are shown as saved, outputs included: never executed here.
+nb_execution_mode = "off"
+# myst-nb's own order picks a graph's SVG (sharp at any zoom) over its PNG, and
+# a figure's PNG over its text.
+nb_output_stderr = "show"
+
+myst_enable_extensions = ["dollarmath", "amsmath", "colon_fence"]
+myst_heading_anchors = 3
+
+mathjax_path = "mathjax/tex-mml-chtml.js"  # under _static/
+html_static_path = ["_static", str(MATHJAX)]
+html_css_files = ["site.css"]
+
+html_theme = "sphinx_book_theme"
+html_theme_options = {
+    "home_page_in_toc": True,
+    "show_navbar_depth": 1,
+    "use_download_button": True,
+    "use_fullscreen_button": False,
+    "show_prev_next": True,
+}
+html_last_updated_fmt = None  # the same sources give the same pages
+html_copy_source = True  # the download button offers each page's .ipynb
