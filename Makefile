@@ -111,7 +111,8 @@ trust: $(TRUSTED)
 # ------------------------------------------------------------------- tests
 test: unit nbtest
 
-unit: $(STAMP) dot
+# The unit tests also test the website's alt text, which needs its tools (docs/requirements.txt).
+unit: $(STAMP) dot $(VENV)/.site-installed
 	$(BIN)/python -m pytest -q tests
 
 nbtest: $(STAMP) dot

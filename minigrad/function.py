@@ -148,7 +148,7 @@ class Context:
     # The fixed fields live in slots (one node is made per op call); an op's own
     # attributes go to __dict__, so ``vars(ctx)`` holds exactly those.
     __slots__ = ("fn", "saved", "needs_input_grad", "parents", "versions", "roles", "_inputs",
-                 "_shapes", "_out", "_retain", "_freed_by", "created_at", "created_frame", "__dict__",
+                 "_shapes", "out_shape", "_out", "_retain", "_freed_by", "created_at", "created_frame", "__dict__",
                  "__weakref__")
 
     def __init__(self, fn: type[Function], needs_input_grad: tuple[bool, ...]):
@@ -174,8 +174,15 @@ class Context:
 
     @property
     def inputs(self) -> tuple:
-        """The input tensors, each if Python still holds it (else None)."""
-        return tuple(r() for r in self._inputs)
+        """The input tensors, each if Python still holds it (else None), in operand order.
+
+        An input with an edge is found through it (a leaf's accumulator holds the
+        leaf; an op's node knows its output weakly); a constant, by a weak reference.
+        """
+        out = []
+        for p, r in zip(self.parents, self._inputs):
+            out.append(r() if p is None else p.output)
+        return tuple(out)
 
     def save_for_backward(self, *values: Any) -> None:
         """Keep these arrays until backward has used them (``None`` entries keep nothing)."""
@@ -380,9 +387,11 @@ def _link(ctx: Context, tensors: Sequence, arrays: list, out) -> None:
             acc = t._acc()
             edges.append(acc if acc is not None else gradient_edge(t))
     ctx.parents = tuple(edges)
-    ctx._inputs = tuple([weakref.ref(t) for t in tensors])
+    # An input with an edge is reached through it (node.inputs); a constant only weakly.
+    ctx._inputs = tuple([weakref.ref(t) if e is None else None for t, e in zip(tensors, edges)])
     ctx._shapes = tuple([a.shape for a in arrays])
     ctx._out = weakref.ref(out)
+    ctx.out_shape = out.data.shape  # known after the output is freed too
     ctx._retain = False         # the output asked for retain_grad()
     ctx._freed_by = None        # why the saved values were freed, if an error did it
     ctx.created_at = ctx.created_frame = None   # where the op was called (anomaly mode only)

@@ -125,8 +125,7 @@ def saved_values(root) -> list[SavedRow]:
         if isinstance(node, AccumulateGrad):
             continue
         items = [_item(role, a, kinds) for role, _, a in _node_items(node)]
-        t = node.output
-        shape = tuple(t.shape) if t is not None else ()
+        shape = tuple(node.out_shape)
         rows.append(SavedRow(i, node.name, shape, tuple(items), node.released))
     return rows
 

@@ -87,6 +87,8 @@ def _check_axis(name: str, axis, shape: tuple, *, none_ok: bool = True, tuple_ok
         if none_ok:
             return None
         raise TypeError(f"{name}: axis must be an int, got None (shape {shape})")
+    if type(axis) is int and -len(shape) - extra <= axis < len(shape) + extra:
+        return axis  # the common case, checked quickly
     axes = axis if tuple_ok and isinstance(axis, tuple) else (axis,)
     n = len(shape) + extra
     seen = set()
@@ -119,7 +121,18 @@ def _in_dtype(grad, dtype):
     return grad.astype(dtype)
 
 
+def _dtypes(*arrays) -> tuple | None:
+    """The inputs' dtypes when they differ (None when all agree: nothing to cast back)."""
+    first = arrays[0].dtype
+    for a in arrays:
+        if a.dtype != first:
+            return tuple(x.dtype for x in arrays)
+    return None
+
+
 def _in_dtypes(ctx, *grads) -> tuple:
+    if ctx.dtypes is None:
+        return grads
     return tuple(_in_dtype(gr, dt) for gr, dt in zip(grads, ctx.dtypes))
 
 
@@ -155,7 +168,7 @@ class Add(Function):
 
     @staticmethod
     def forward(ctx: Context, a, b):
-        ctx.shapes, ctx.dtypes = (a.shape, b.shape), (a.dtype, b.dtype)
+        ctx.shapes, ctx.dtypes = (a.shape, b.shape), _dtypes(a, b)
         return _binary("add", np.add, a, b)
 
     @staticmethod
@@ -174,7 +187,7 @@ class Sub(Function):
 
     @staticmethod
     def forward(ctx, a, b):
-        ctx.shapes, ctx.dtypes = (a.shape, b.shape), (a.dtype, b.dtype)
+        ctx.shapes, ctx.dtypes = (a.shape, b.shape), _dtypes(a, b)
         return _binary("sub", np.subtract, a, b)
 
     @staticmethod
@@ -199,7 +212,7 @@ class Mul(Function):
         need_a, need_b = ctx.needs_input_grad
         ctx.save_for_backward(a if need_b else None, b if need_a else None)  # only what a VJP reads
         ctx.shapes = (a.shape, b.shape)
-        ctx.dtypes = (a.dtype, b.dtype)
+        ctx.dtypes = _dtypes(a, b)
         return _binary("mul", np.multiply, a, b)
 
     @staticmethod
@@ -222,7 +235,7 @@ class Div(Function):
         need_a, need_b = ctx.needs_input_grad
         ctx.save_for_backward(a if need_b else None, b)  # da reads b; db reads a and b
         ctx.shapes = (a.shape, b.shape)
-        ctx.dtypes = (a.dtype, b.dtype)
+        ctx.dtypes = _dtypes(a, b)
         return _binary("div", np.divide, a, b)
 
     @staticmethod
@@ -309,7 +322,7 @@ class MatMul(Function):
                                  f"shapes {a.shape} and {b.shape} cannot be broadcast together") from None
         need_a, need_b = _needs(ctx, 2)
         ctx.save_for_backward(a if need_b else None, b if need_a else None)
-        ctx.shapes, ctx.dtypes = (a.shape, b.shape), (a.dtype, b.dtype)
+        ctx.shapes, ctx.dtypes = (a.shape, b.shape), _dtypes(a, b)
 
     @staticmethod
     def forward(ctx, a, b):
@@ -961,7 +974,7 @@ class Min(Function):
 def _pick(ctx, name: str, f, wins, a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """Forward of maximum/minimum: y = f(a, b) and w = 1[wins(a, b)] + 1/2 1[a == b]."""
     y = _binary(name, f, a, b)
-    ctx.shapes, ctx.dtypes = (a.shape, b.shape), (a.dtype, b.dtype)
+    ctx.shapes, ctx.dtypes = (a.shape, b.shape), _dtypes(a, b)
     if any(_needs(ctx, 2)):
         w = (wins(a, b) + 0.5 * (a == b)).astype(y.dtype)
         ctx.save_for_backward(np.broadcast_to(w, y.shape))
@@ -1028,7 +1041,7 @@ class Where(Function):
             raise ValueError(f"where: shapes {np.shape(cond)} (cond), {a.shape} and {b.shape} "
                              f"cannot be broadcast together") from None
         ctx.cond = cond
-        ctx.shapes, ctx.dtypes = (a.shape, b.shape), (a.dtype, b.dtype)
+        ctx.shapes, ctx.dtypes = (a.shape, b.shape), _dtypes(a, b)
         return y
 
     @staticmethod
@@ -1065,7 +1078,7 @@ class PowTensor(Function):
         y = _binary("pow", np.power, a, p)
         need_a, need_p = _needs(ctx, 2)
         ctx.save_for_backward(a, p, y if need_p else None)
-        ctx.shapes, ctx.dtypes = (a.shape, p.shape), (a.dtype, p.dtype)
+        ctx.shapes, ctx.dtypes = (a.shape, p.shape), _dtypes(a, p)
         return y
 
     @staticmethod
@@ -1114,7 +1127,7 @@ class Concatenate(Function):
                                  f"shape {first}; all sizes must match except along axis {k}")
         ctx.axis = k
         ctx.bounds = tuple(np.cumsum([0] + [x.shape[k] for x in xs]).tolist())
-        ctx.dtypes = tuple(x.dtype for x in xs)
+        ctx.dtypes = _dtypes(*xs)
         return np.concatenate(xs, axis=k)
 
     @staticmethod
@@ -1143,7 +1156,7 @@ class Stack(Function):
                 raise ValueError(f"stack: tensor {i} has shape {x.shape} but tensor 0 has shape "
                                  f"{first}; stack needs tensors of one shape")
         ctx.axis = int(axis) % (len(first) + 1)
-        ctx.dtypes = tuple(x.dtype for x in xs)
+        ctx.dtypes = _dtypes(*xs)
         return np.stack(xs, axis=ctx.axis)
 
     @staticmethod

@@ -94,7 +94,7 @@ class Tensor:
         f = self.grad_fn
         if f is None:
             return ()
-        return tuple([t for t in (r() for r in f._inputs) if t is not None])
+        return tuple([t for t in f.inputs if t is not None])
 
     # ----------------------------------------------------------- inspection
     shape = property(lambda self: self.data.shape)
@@ -239,7 +239,8 @@ class Tensor:
             ctx.saved = tuple(v.copy() if r == 0 else v for v, r in zip(ctx.saved, ctx.roles))
             ctx.roles = tuple(None if r == 0 else r for r in ctx.roles)
             ctx.versions = tuple(v for v in ctx.versions if v[2] != 0)
-        ctx._inputs = (dead,) + ctx._inputs[1:]  # the old value no longer exists as a tensor
+        # the old value no longer exists as a tensor: no edge leads back to it by name
+        ctx._inputs = (dead,) + ctx._inputs[1:]
         np.copyto(self.data, new.data, casting="unsafe")
         self._vc[0] += 1
         old = self.grad_fn

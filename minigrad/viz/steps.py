@@ -49,6 +49,7 @@ class Step:
         name: the node's name, or ``t{index}``.
         op: the op that made the node ("" for a leaf).
         inputs: topological indices of the node's input nodes, in operand order.
+        args: the names of all its operands, constants (which have no node) included.
         sends_to: topological indices of the inputs its VJP added a gradient into.
         grads: {topological index: gradient} known after this step.
     """
@@ -58,6 +59,7 @@ class Step:
     name: str
     op: str
     inputs: tuple[int, ...]
+    args: tuple[str, ...]
     sends_to: tuple[int, ...]
     grads: dict[int, np.ndarray] = field(repr=False)
 
@@ -65,8 +67,17 @@ class Step:
         if not self.op:
             return f"{self.name} is a leaf: its gradient is complete and goes into .grad"
         targets = ", ".join(names[i] for i in self.sends_to) or "nothing (no input needs a gradient)"
-        args = ", ".join(names[i] for i in self.inputs)
+        args = ", ".join(self.args)
         return f"{self.name} = {self.op}({args}) has its full gradient; its VJP adds into {targets}"
+
+
+def _constant_name(t) -> str:
+    """How a step names an operand that needs no gradient (it has no node)."""
+    if t is None:
+        return "a constant"
+    if t.name:
+        return t.name
+    return f"{t.data.item():g}" if t.data.size == 1 else f"a constant {tuple(t.shape)}"
 
 
 class BackwardSteps:
@@ -114,7 +125,9 @@ class BackwardSteps:
                     sends.append(j)
             inputs = tuple(index[id(p)] for p in node.parents if p is not None)
             op = "" if isinstance(node, AccumulateGrad) else node.name
-            self.steps.append(Step(len(self.steps) + 1, i, self.names[i], op, inputs,
+            args = tuple(self.names[index[id(p)]] if p is not None else _constant_name(t)
+                         for p, t in zip(node.parents, node.inputs))
+            self.steps.append(Step(len(self.steps) + 1, i, self.names[i], op, inputs, args,
                                    tuple(sends), dict(grads)))
 
         try:
