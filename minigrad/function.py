@@ -148,8 +148,8 @@ class Context:
     # The fixed fields live in slots (one node is made per op call); an op's own
     # attributes go to __dict__, so ``vars(ctx)`` holds exactly those.
     __slots__ = ("fn", "saved", "needs_input_grad", "parents", "versions", "roles", "_inputs",
-                 "_shapes", "out_shape", "_out", "_retain", "_freed_by", "created_at", "created_frame", "__dict__",
-                 "__weakref__")
+                 "_shapes", "out_shape", "_out", "_retain", "_freed_by", "created_at", "created_frame",
+                 "__dict__", "__weakref__")
 
     def __init__(self, fn: type[Function], needs_input_grad: tuple[bool, ...]):
         # Only what forward reads is set here; a recorded node gets the rest in _link
