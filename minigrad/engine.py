@@ -214,37 +214,35 @@ def _run(root: Tensor, grad: Any, capture: Sequence[Tensor] | None, retain_graph
                     hook("accumulate", node.fn, (), node, {"grad": g})
                 continue  # a leaf: its gradient is added into .grad at the end
             in_grads = node.fn.backward(_DiffCtx(node) if create_graph else node, g)
-            parents = node.parents
-            for i, (p, pg) in enumerate(zip(parents, in_grads)):
-                if pg is None or p is None:
-                    continue
-                if pg.shape != _shape_of(node, i, pg):
-                    raise RuntimeError(
-                        f"'{node.name}' backward returned a gradient of shape {pg.shape} for its "
-                        f"input {i}, which has shape {_shape_of(node, i, pg)}")
-                if anomaly:
-                    _check_grad(node, i, pg)
+            shapes = node._shapes
+            i = 0
+            for p, pg in zip(node.parents, in_grads):
+                if pg is not None and p is not None:
+                    if pg.shape != shapes[i]:
+                        raise RuntimeError(
+                            f"'{node.name}' backward returned a gradient of shape {pg.shape} for "
+                            f"its input {i}, which has shape {shapes[i]}")
+                    if anomaly:
+                        _check_grad(node, i, pg)
+                    k = id(p)
+                    prev = grads.get(k)
+                    if prev is None:
+                        grads[k] = pg
+                    elif k in owned:
+                        prev += pg  # our own array: add in place, no new allocation
+                    else:
+                        # A VJP's result may be shared (add hands one g to both inputs)
+                        # or read-only (a broadcast view): never write into it.
+                        total = prev + pg
+                        grads[k] = total
+                        if type(total) is np.ndarray:
+                            owned.add(k)
+                i += 1
             if hooks:
                 for hook in hooks:
                     hook("backward", node.fn, in_grads, node, {"grad": g})
             if not retain_graph:
                 node.release()
-            for p, pg in zip(parents, in_grads):
-                if pg is None or p is None:
-                    continue
-                k = id(p)
-                prev = grads.get(k)
-                if prev is None:
-                    grads[k] = pg
-                elif k in owned:
-                    prev += pg  # our own array: add in place, no new allocation
-                else:
-                    # A VJP's result may be shared (add hands one g to both inputs)
-                    # or read-only (a broadcast view): never write into it.
-                    total = prev + pg
-                    grads[k] = total
-                    if type(total) is np.ndarray:
-                        owned.add(k)
     except BaseException as e:
         if not retain_graph:  # say truthfully why a retry cannot work
             reason = f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
@@ -255,11 +253,6 @@ def _run(root: Tensor, grad: Any, capture: Sequence[Tensor] | None, retain_graph
     finally:
         _state.grad_enabled = grad_mode
     return found
-
-
-def _shape_of(node, i: int, pg) -> tuple:
-    """The shape input i of ``node`` had."""
-    return node._shapes[i] if i < len(node._shapes) else pg.shape
 
 
 def _run_without_gc(*args: Any) -> dict[int, tuple[Any, Any]]:

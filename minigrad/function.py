@@ -216,7 +216,7 @@ class Context:
         self._freed_by = reason
         attrs = vars(self)
         for k, v in attrs.items():
-            if _arrays(v):
+            if (type(v) is np.ndarray or type(v) is tuple) and _arrays(v):
                 attrs[k] = None  # a new value for an existing key: safe while iterating
 
     def __repr__(self) -> str:
