@@ -7,7 +7,7 @@ anything, and says for each one
 
 * its *role* for the op: ``"input i"`` (the very array of input i),
   ``"output"`` (the op's own result), ``"new"`` (an array made only for
-  backward, such as relu's boolean mask) or ``"ctx.<name>"`` (an attribute);
+  backward, such as layer_norm's row means) or ``"ctx.<name>"`` (an attribute);
 * its *kind*, i.e. whose memory it is: ``"parameter"`` (a leaf that requires
   grad), ``"input"`` (a value that needs no gradient: the data, constants),
   ``"activation"`` (the result of a recorded op) or ``"extra"`` (memory that
