@@ -175,9 +175,12 @@ def _run(root: Tensor, grad: Any, capture: Sequence[Tensor] | None, retain_graph
     """
     g0 = _seed(root, grad, create_graph)
     order = topological_order(root)
-    for node in order:  # everything is checked before anything changes
-        if node.saved is None or node.versions:
+    for node in order:  # everything is checked before anything changes; _check_node explains
+        if node.saved is None:
             _check_node(node)
+        for vc, v, _ in node.versions:
+            if vc[0] != v:
+                _check_node(node)
 
     wanted: dict[int, Tensor] | None = None
     if capture is not None:

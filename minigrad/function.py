@@ -332,17 +332,12 @@ class Function:
                 tensors = _wrap_constants(inputs)
                 break
         state = _state
-        record = False
-        if state.grad_enabled:
-            for t in tensors:
-                if t.requires_grad:
-                    record = True
-                    break
-        arrays = [t.data for t in tensors]
-        if record:
-            ctx = Context(cls, tuple([t.requires_grad for t in tensors]))
-        else:
-            ctx = Context(cls, (False,) * len(tensors))
+        arrays, needs = [], []
+        for t in tensors:
+            arrays.append(t.data)
+            needs.append(t.requires_grad)
+        record = state.grad_enabled and True in needs
+        ctx = Context(cls, tuple(needs) if record else (False,) * len(needs))
         event = "forward"
         kept = next(state.reuse, None) if state.reuse is not None else None
         if kept is None:
@@ -372,24 +367,28 @@ class Function:
 
 def _link(ctx: Context, tensors: Sequence, arrays: list, out) -> None:
     """Give a recorded node its edges, its weak references, and its version stamps."""
-    edges = []
+    edges, inputs, shapes = [], [], []
     for t in tensors:
         if t._view is not None and t.grad_fn is not None and t._vc[0] != t._view:
             raise RuntimeError(
                 f"{ctx.name}: an input (shape {t.shape}) is a view made by '{t.op}' whose base "
                 f"was changed in place after the view was made; its recorded history no longer "
                 f"matches its values. Make the view again after the in-place change.")
+        shapes.append(t.data.shape)
+        # An input with an edge is reached through it (node.inputs); a constant only weakly.
         if not t.requires_grad:
             edges.append(None)
-        elif t.grad_fn is not None:
+            inputs.append(weakref.ref(t))
+            continue
+        inputs.append(None)
+        if t.grad_fn is not None:
             edges.append(t.grad_fn)
         else:
             acc = t._acc()
             edges.append(acc if acc is not None else gradient_edge(t))
     ctx.parents = tuple(edges)
-    # An input with an edge is reached through it (node.inputs); a constant only weakly.
-    ctx._inputs = tuple([weakref.ref(t) if e is None else None for t, e in zip(tensors, edges)])
-    ctx._shapes = tuple([a.shape for a in arrays])
+    ctx._inputs = tuple(inputs)
+    ctx._shapes = tuple(shapes)
     ctx._out = weakref.ref(out)
     ctx.out_shape = out.data.shape  # known after the output is freed too
     ctx._retain = False         # the output asked for retain_grad()
