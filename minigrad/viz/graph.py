@@ -236,7 +236,7 @@ def draw_graph(root, show_grads: bool = False, show_data: bool = True,
             source[id(node)] = f"t{i}"
             continue
         label = node.name
-        if t is None and show_grads:
+        if t is None and show_grads and grads is not None:  # a freed value keeps no .grad to show
             gi = grad_of(i, None)
             label += "\n" + ("grad None" if gi is None else f"grad {_fmt(gi)}")
         g.node(f"op{i}", label, shape="ellipse", style="filled",
