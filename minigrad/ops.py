@@ -108,11 +108,6 @@ def _check_axis(name: str, axis, shape: tuple, *, none_ok: bool = True, tuple_ok
     return axis
 
 
-def _needs(ctx: Context, n: int) -> tuple:
-    """``ctx.needs_input_grad``, or all False when nothing is recorded (it is then empty)."""
-    return ctx.needs_input_grad or (False,) * n
-
-
 def _in_dtype(grad, dtype):
     """``grad`` in its input's dtype: an op that mixed float32 with float64 hands each
     input back a gradient of its own dtype, as PyTorch does (arrays only)."""
@@ -320,7 +315,7 @@ class MatMul(Function):
             except ValueError:
                 raise ValueError(f"matmul: the batch dimensions {a.shape[:-2]} and {b.shape[:-2]} of "
                                  f"shapes {a.shape} and {b.shape} cannot be broadcast together") from None
-        need_a, need_b = _needs(ctx, 2)
+        need_a, need_b = ctx.needs_input_grad
         ctx.save_for_backward(a if need_b else None, b if need_a else None)
         ctx.shapes, ctx.dtypes = (a.shape, b.shape), _dtypes(a, b)
 
@@ -921,7 +916,7 @@ def _extremum(ctx, name: str, f, a: np.ndarray, axis, keepdims: bool) -> np.ndar
         raise IndexError(f"{name}: cannot reduce over the empty axis {empty[0]} "
                          f"of a tensor of shape {a.shape}; a max or min needs at least one element")
     y = f(a, axis=axis, keepdims=True)
-    if _needs(ctx, 1)[0]:
+    if ctx.needs_input_grad[0]:
         mask = a == y
         ctx.save_for_backward((mask / mask.sum(axis=axis, keepdims=True)).astype(a.dtype))
     ctx.in_shape, ctx.axis = a.shape, axis
@@ -975,7 +970,7 @@ def _pick(ctx, name: str, f, wins, a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """Forward of maximum/minimum: y = f(a, b) and w = 1[wins(a, b)] + 1/2 1[a == b]."""
     y = _binary(name, f, a, b)
     ctx.shapes, ctx.dtypes = (a.shape, b.shape), _dtypes(a, b)
-    if any(_needs(ctx, 2)):
+    if any(ctx.needs_input_grad):
         w = (wins(a, b) + 0.5 * (a == b)).astype(y.dtype)
         ctx.save_for_backward(np.broadcast_to(w, y.shape))
     return y
@@ -1076,7 +1071,7 @@ class PowTensor(Function):
     @staticmethod
     def forward(ctx, a, p):
         y = _binary("pow", np.power, a, p)
-        need_a, need_p = _needs(ctx, 2)
+        need_a, need_p = ctx.needs_input_grad
         ctx.save_for_backward(a, p, y if need_p else None)
         ctx.shapes, ctx.dtypes = (a.shape, p.shape), _dtypes(a, p)
         return y
