@@ -20,7 +20,16 @@ versions), ``viz`` (pictures; imported on first use).
 
 import importlib as _importlib
 
-from . import data, flow, memory, metrics, nn, optim, passes, random, reference  # noqa: E402,I001
+# The core's one import cycle, broken here and nowhere else: Tensor's methods call the
+# ops and the engine, which take Tensors, and Function.apply makes Tensors. The four
+# modules import nothing of each other's at load time that is not yet defined; once
+# they are loaded, the tensor module and the function module are introduced.
+from . import function as _function, tensor as _tensor  # noqa: I001
+from . import engine as _engine_module, ops as _ops_module
+_tensor._engine, _tensor._ops = _engine_module, _ops_module
+_function.Tensor, _function.as_tensor = _tensor.Tensor, _tensor.as_tensor
+
+from . import data, flow, memory, metrics, nn, optim, passes, random, reference
 from .checkpointing import Plan, checkpoint, checkpoint_sequential, plan_segments, sqrt_plan, uniform_plan
 from .engine import backward, grad, topological_order
 from .forward import jacfwd, jvp

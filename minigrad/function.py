@@ -1,17 +1,23 @@
-"""How an op records itself in the graph.
+"""How an op records itself in the graph of backward nodes.
 
 Every op is a subclass of :class:`Function` with two static methods that sit
 side by side in ``ops.py``:
 
 * ``forward(ctx, *arrays, **attrs) -> array`` computes the output from raw
-  NumPy arrays and stores on ``ctx`` whatever the backward pass will need;
+  NumPy arrays and keeps on ``ctx`` (``ctx.save_for_backward``) what the
+  backward pass will need, and only that: ``ctx.needs_input_grad`` says which
+  inputs need a gradient;
 * ``backward(ctx, g) -> tuple`` is the vector-Jacobian product (VJP): given
   ``g = dL/d(output)`` it returns ``dL/d(input)`` for each input (or ``None``).
 
 ``Function.apply`` runs ``forward`` and, when some input requires grad and
-recording is on, links the output to its parents through the ``ctx``. The ``ctx``
-is the node PyTorch calls ``grad_fn``: it is all the engine ever sees of an op,
-so the engine never needs to know an op by name.
+recording is on, makes ``ctx`` a node of the graph: the output's ``grad_fn``.
+The node keeps what the op saved and one edge per input (``ctx.parents``): the
+input's own node, the :class:`AccumulateGrad` of a leaf that requires grad, or
+``None``. It does not keep the input or output tensors themselves, as PyTorch's
+nodes do not. The node is all the engine ever sees of an op, so the engine
+never needs to know an op by name. Grad mode, anomaly mode and hooks are kept
+per thread.
 """
 
 from __future__ import annotations
@@ -41,6 +47,11 @@ class _State(threading.local):
 
 
 _state = _State()
+
+# Function.apply makes Tensors and tensor.py is loaded after this module: minigrad/__init__.py,
+# the one place where the core's import cycle is broken, sets these two.
+Tensor: Any = None
+as_tensor: Any = None
 
 
 def is_grad_enabled() -> bool:
@@ -453,5 +464,3 @@ def _describe_nonfinite(a: np.ndarray) -> str:
     return " and ".join(p for p in parts if p)
 
 
-
-from .tensor import Tensor, as_tensor  # noqa: E402  (tensor.py imports this module first)

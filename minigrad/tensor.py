@@ -30,6 +30,11 @@ import numpy as np
 
 __all__ = ["Tensor", "as_tensor"]
 
+# Tensor's methods call ops.py and engine.py, which both need Tensor: minigrad/__init__.py,
+# the one place where the core's import cycle is broken, sets these two after loading all four.
+_ops: Any = None
+_engine: Any = None
+
 
 def _check_numeric(arr: np.ndarray, where: str) -> None:
     if arr.dtype.kind not in "biuf":
@@ -570,5 +575,3 @@ def as_tensor(x: Any, like: Tensor | None = None) -> Tensor:
     return Tensor._make(arr)
 
 
-from . import engine as _engine  # noqa: E402  (engine needs Tensor defined first)
-from . import ops as _ops  # noqa: E402  (ops needs Tensor defined first)
