@@ -62,8 +62,10 @@ def plot_memory_timeline(timeline: Timeline, ax=None, unit: int = MiB, unit_name
 
     Samples are spaced evenly within each phase; a phase with few ops (the
     optimizer step is one sample) is widened to ``min_phase_width`` of the axis.
-    The dashed line is the measured peak between consecutive samples: it rises
-    above the stack when an op makes scratch arrays it frees before returning.
+    The stack is drawn as steps: the stretch that ends at a sample shows what
+    was live at that sample. The dashed line is the measured peak over the same
+    stretch: it is never below the stack, and it rises above it when an op
+    makes scratch arrays that are freed before the next sample.
     """
     if not isinstance(timeline, Timeline):
         raise TypeError(f"plot_memory_timeline: expected a minigrad.memory.Timeline, "
@@ -76,9 +78,17 @@ def plot_memory_timeline(timeline: Timeline, ax=None, unit: int = MiB, unit_name
     else:
         fig = ax.figure
     x = _positions(timeline, min_phase_width)
-    ys = [timeline.category(c) / unit for c in categories]
-    ax.stackplot(x, ys, labels=list(categories), colors=[MEMORY_COLORS[c] for c in categories],
-                 alpha=0.9, linewidth=0)
+    # Both the stack and the peak line are steps drawn the same way ("pre"): the
+    # stretch from sample i-1 to sample i shows what was live at sample i and the
+    # peak measured in between. A sample's peak is never below the totals of the
+    # samples on either side, so the dashed line never dips under the stack; a
+    # linearly interpolated stack (stackplot) would cut across the steps.
+    lower = np.zeros(len(x))
+    for c in categories:
+        upper = lower + timeline.category(c) / unit
+        ax.fill_between(x, lower, upper, step="pre", color=MEMORY_COLORS[c], alpha=0.9,
+                        linewidth=0, label=c)
+        lower = upper
     if show_peak and len(x) > 1:
         ax.step(x, timeline.peaks / unit, where="pre", color="black", lw=0.8, ls="--",
                 label="peak between samples")
