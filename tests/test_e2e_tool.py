@@ -23,7 +23,7 @@ spec.loader.exec_module(alt_text)
 
 @pytest.mark.parametrize("src, draws", [
     ("draw_graph(loss)", True),
-    ("g = trace(f, x)\ng.draw()", True),
+    ("g = trace(f, x)\nminigrad.viz.draw_static(g)", True),
     ("minigrad.viz.draw_graph(loss, show_grads=True)", True),
     ("g = draw_graph(loss)", False),
     ("print(draw_graph(loss).source)", False),

@@ -64,7 +64,7 @@ UNTRUSTED_DEFAULT = NOTEBOOKS / "00_the_training_loop.ipynb"
 SCREENSHOT_PAGE = "notebooks/03_backpropagation.html"  # graphs, a figure and maths
 BROWSERS = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable", "chrome")
 # Calls whose value, as a cell's last line, is a Graphviz drawing.
-GRAPH_CALLS = {"draw_graph", "draw", "draw_backward", "backward_steps", "Graph"}
+GRAPH_CALLS = {"draw_graph", "draw_static", "draw_fields", "draw_backward", "backward_steps", "Graph"}
 PLACEHOLDERS = ("Cannot display an untrusted", "No renderer could be found", "Javascript Error")
 ERROR_MARK = "Traceback (most recent call last)"  # how an error output reads (on stderr)
 # JupyterLab 4's command behind Kernel > "Restart Kernel and Run All Cells..."
