@@ -280,11 +280,13 @@ def MLP(sizes: Sequence[int], activation: str = "relu", init: str | Callable = "
 
 
 # ------------------------------------------------- gradient-flow helpers
-# Residual connections, layer normalisation and clipping (notebook 10).
+# Residual connections, layer and batch normalisation, and clipping (notebook 10).
 
+from .function import no_grad as _no_grad  # noqa: E402
+from .ops import batch_norm as _batch_norm  # noqa: E402
 from .ops import layer_norm as _layer_norm  # noqa: E402
 
-__all__ += ["Residual", "LayerNorm", "clip_grad_norm"]
+__all__ += ["Residual", "LayerNorm", "BatchNorm1d", "clip_grad_norm"]
 
 
 class Residual(Module):
@@ -332,6 +334,86 @@ class LayerNorm(Module):
 
     def __repr__(self) -> str:
         return f"LayerNorm({self.features}, eps={self.eps:g})"
+
+
+class BatchNorm1d(Module):
+    """Batch normalisation of (N, num_features) inputs (Ioffe & Szegedy, 2015), as PyTorch's.
+
+    Training mode (``train()``, the default) normalises each feature with the
+    batch's own statistics, mu = mean over the N examples and the biased
+    var = mean((x - mu)**2), then applies a gain and a bias:
+
+        y = weight * (x - mu) / sqrt(var + eps) + bias
+
+    The normalisation is one op, ``minigrad.ops.BatchNorm``, with its own VJP;
+    an example's output, and so its gradient, depends on the whole batch.
+    Each training call also updates, outside the graph (under ``no_grad``),
+
+        running_mean = (1 - momentum) * running_mean + momentum * mu
+        running_var  = (1 - momentum) * running_var  + momentum * var * N / (N - 1)
+
+    (the *unbiased* batch variance, as PyTorch); ``momentum=None`` gives the
+    plain average of all batches so far, weight 1 / num_batches_tracked.
+
+    Evaluation mode (``eval()``) uses the running statistics instead, so the
+    output of an example no longer depends on the others: y = x * s + t with
+    s = weight / sqrt(running_var + eps), t = bias - running_mean * s, an
+    affine map computed with ordinary ops (it could be folded into the Linear
+    layer before it).
+
+    Parameters: ``weight`` (ones) and ``bias`` (zeros), of shape (num_features,),
+    if ``affine``. Buffers (Tensors that need no gradient, so not parameters):
+    ``running_mean`` (zeros) and ``running_var`` (ones); ``num_batches_tracked``
+    counts the training calls. Recomputing the forward pass in training mode
+    (``minigrad.checkpoint``) updates the running statistics a second time, as
+    ``torch.utils.checkpoint`` does.
+    """
+
+    def __init__(self, num_features: int, eps: float = 1e-5, momentum: float | None = 0.1,
+                 affine: bool = True, dtype=None):
+        num_features = _check_size("BatchNorm1d", "num_features", num_features)
+        if isinstance(eps, bool) or not isinstance(eps, (int, float, np.integer, np.floating)) \
+                or not (np.isfinite(eps) and eps > 0):
+            raise ValueError(f"BatchNorm1d: eps must be a positive number, got {eps!r}")
+        if momentum is not None and (
+                isinstance(momentum, bool)
+                or not isinstance(momentum, (int, float, np.integer, np.floating))
+                or not 0.0 <= momentum <= 1.0):
+            raise ValueError(f"BatchNorm1d: momentum must be a number in [0, 1] or None, "
+                             f"got {momentum!r}")
+        self.num_features, self.eps, self.momentum, self.affine = num_features, eps, momentum, affine
+        d = num_features
+        self.weight = Tensor(np.ones(d), requires_grad=True, dtype=dtype) if affine else None
+        self.bias = Tensor(np.zeros(d), requires_grad=True, dtype=dtype) if affine else None
+        self.running_mean = Tensor(np.zeros(d), dtype=dtype)
+        self.running_var = Tensor(np.ones(d), dtype=dtype)
+        self.num_batches_tracked = 0
+
+    def forward(self, x: Tensor) -> Tensor:
+        x = x if isinstance(x, Tensor) else Tensor(x, dtype=self.running_mean.dtype)
+        if x.ndim != 2 or x.shape[1] != self.num_features:
+            raise ValueError(f"{self!r}: expected an input of shape (N, {self.num_features}), "
+                             f"got shape {x.shape}")
+        if not self.training:
+            scale = 1.0 / np.sqrt(self.running_var.data + self.eps)
+            if self.affine:
+                scale = self.weight * scale
+                return x * scale + (self.bias - self.running_mean.data * scale)
+            return x * scale - self.running_mean.data * scale
+        y = _batch_norm(x, eps=self.eps)  # refuses N = 1 before any statistic changes
+        self._update_running_stats(x.data)
+        return y * self.weight + self.bias if self.affine else y
+
+    def _update_running_stats(self, x: np.ndarray) -> None:
+        self.num_batches_tracked += 1
+        m = 1.0 / self.num_batches_tracked if self.momentum is None else self.momentum
+        with _no_grad():
+            self.running_mean.mul_(1.0 - m).add_(m * x.mean(axis=0))
+            self.running_var.mul_(1.0 - m).add_(m * x.var(axis=0, ddof=1))
+
+    def __repr__(self) -> str:
+        return (f"BatchNorm1d({self.num_features}, eps={self.eps:g}, momentum={self.momentum}, "
+                f"affine={self.affine})")
 
 
 def clip_grad_norm(parameters: Tensor | Iterable[Tensor], max_norm: float,
