@@ -39,7 +39,7 @@ from .hessians import hessian, hvp
 from .hooks import count_ops, op_hook
 from .inspect import format_saved, saved_memory, saved_values
 from .jacobians import jacobian, jacobian_nbytes, numerical_jacobian, vjp
-from .ops import cat, concatenate, layer_norm, maximum, minimum, stack, where
+from .ops import batch_norm, cat, concatenate, layer_norm, maximum, minimum, stack, where
 from .tensor import Tensor, as_tensor
 from .tracing import StaticGraph, trace
 
@@ -51,7 +51,7 @@ __all__ = ["Tensor", "as_tensor", "Function", "Context", "backward", "grad",
            "GradcheckError", "trace", "StaticGraph", "nn", "optim", "random", "reference",
            "data", "metrics", "inspect", "saved_values", "saved_memory", "format_saved",
            "jacobian", "numerical_jacobian", "vjp", "jacobian_nbytes", "jvp", "jacfwd",
-           "flow", "layer_norm", "hvp", "hessian", "passes",
+           "flow", "layer_norm", "batch_norm", "hvp", "hessian", "passes",
            "memory", "checkpoint", "checkpoint_sequential", "Plan", "plan_segments", "sqrt_plan",
            "uniform_plan", "count_ops", "op_hook", "where", "maximum", "minimum", "stack",
            "concatenate", "cat"]

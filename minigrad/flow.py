@@ -14,7 +14,7 @@ A "layer" is a group of consecutive modules of a ``Sequential`` that starts at
 a module owning a weight matrix (a parameter with two or more axes): so
 ``Linear, Tanh, Linear, Tanh`` is two layers, and so is a ``Sequential`` of two
 blocks, or of two ``Residual`` blocks. Modules without a matrix (activations,
-``LayerNorm``, ``Dropout``) belong to the layer before them.
+``LayerNorm``, ``BatchNorm1d``, ``Dropout``) belong to the layer before them.
 """
 
 from __future__ import annotations

@@ -271,6 +271,17 @@ def _layer_norm(dots, args, out, eps=1e-5):
     return inv_sigma * (dxc - out * (out * dxc).mean(axis=-1, keepdims=True))
 
 
+@defjvp(ops.BatchNorm)
+def _batch_norm(dots, args, out, eps=1e-5):
+    """y = (x - mean x) / sigma over axis 0.   dy = (1/sigma) (dxc - y mean(y dxc)),
+    dxc = dx - mean(dx), every mean over the batch axis 0 (LayerNorm's rule on the other axis)."""
+    (dx,), (x,) = dots, args
+    xc = x - x.mean(axis=0)
+    inv_sigma = 1.0 / np.sqrt((xc * xc).mean(axis=0) + eps)
+    dxc = dx - dx.mean(axis=0)
+    return inv_sigma * (dxc - out * (out * dxc).mean(axis=0))
+
+
 # ---------------------------------------------------------------- more ops
 
 

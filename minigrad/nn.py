@@ -19,7 +19,7 @@ from .tensor import Tensor
 
 __all__ = ["Module", "Linear", "Sequential", "MLP", "ReLU", "Tanh", "Sigmoid", "Dropout",
            "Identity", "init_weights", "xavier_normal", "xavier_uniform", "he_normal",
-           "he_uniform", "normal"]
+           "he_uniform", "normal", "calculate_gain"]
 
 
 # ------------------------------------------------------------------ init
@@ -37,31 +37,109 @@ def _check_size(where: str, what: str, n) -> int:
 
 
 def normal(fan_in: int, fan_out: int, std: float = 0.01, rng=None) -> np.ndarray:
-    """N(0, std^2): the classic 'small random numbers' (too small for deep nets)."""
+    """N(0, std^2): the classic 'small random numbers' (too small for deep nets).
+
+    It takes no gain: its standard deviation is given directly.
+    """
     return _gen(rng).normal(0.0, std, size=(fan_in, fan_out))
 
 
-def xavier_normal(fan_in: int, fan_out: int, rng=None) -> np.ndarray:
-    """Glorot & Bengio (2010): Var = 2 / (fan_in + fan_out), for tanh/sigmoid nets."""
+# The gain of a nonlinearity f, as torch.nn.init.calculate_gain gives it. An init
+# scheme sets Var(W) = gain**2 / fan, so that a layer followed by f keeps the size
+# of its activations from layer to layer: for ReLU, which zeroes half of its
+# inputs, E[relu(z)**2] = Var(z) / 2, so gain**2 = 2 makes up for the half lost.
+_GAINS: dict[str, float] = {
+    "linear": 1.0, "identity": 1.0, "sigmoid": 1.0,
+    "tanh": 5.0 / 3.0, "relu": float(np.sqrt(2.0)), "selu": 0.75,
+}
+
+
+def calculate_gain(nonlinearity: str, param: float | None = None) -> float:
+    """The recommended gain for a nonlinearity, as ``torch.nn.init.calculate_gain``.
+
+    ======================  ===========================
+    linear, identity        1
+    sigmoid                 1
+    tanh                    5/3
+    relu                    sqrt(2)
+    leaky_relu              sqrt(2 / (1 + slope**2)), slope = ``param`` (default 0.01)
+    selu                    3/4
+    ======================  ===========================
+
+    Pass it as ``gain=`` to :func:`xavier_normal`, :func:`he_normal` and the
+    others, to :func:`init_weights`, ``Linear`` or ``MLP``: the weights'
+    standard deviation is multiplied by it.
+    """
+    if not isinstance(nonlinearity, str):
+        raise TypeError(f"calculate_gain: nonlinearity must be a name such as 'tanh', got "
+                        f"{type(nonlinearity).__name__} {nonlinearity!r}")
+    if nonlinearity == "leaky_relu":
+        slope = 0.01 if param is None else param
+        if isinstance(slope, bool) or not isinstance(slope, (int, float, np.integer, np.floating)):
+            raise ValueError(f"calculate_gain: negative_slope {slope!r} is not a valid number")
+        return float(np.sqrt(2.0 / (1.0 + float(slope) ** 2)))
+    try:
+        return _GAINS[nonlinearity]
+    except KeyError:
+        raise ValueError(f"calculate_gain: unsupported nonlinearity {nonlinearity!r}; choose one "
+                         f"of {sorted(_GAINS) + ['leaky_relu']}") from None
+
+
+def _check_gain(where: str, gain) -> float | None:
+    """``gain`` as a float (a nonlinearity's name is looked up), or None for the default."""
+    if gain is None:
+        return None
+    if isinstance(gain, str):
+        return calculate_gain(gain)
+    if isinstance(gain, (bool, np.bool_)) or not isinstance(gain, (int, float, np.integer, np.floating)):
+        raise TypeError(f"{where}: gain must be a number or a nonlinearity's name, "
+                        f"got {type(gain).__name__} {gain!r}")
+    if not (np.isfinite(gain) and gain > 0):
+        raise ValueError(f"{where}: gain must be a positive finite number, got {gain!r}")
+    return float(gain)
+
+
+def xavier_normal(fan_in: int, fan_out: int, rng=None, *, gain: float | None = None) -> np.ndarray:
+    """Glorot & Bengio (2010): N(0, std^2), std = gain * sqrt(2 / (fan_in + fan_out)).
+
+    The default gain is 1 (the paper's scheme, for tanh/sigmoid nets); PyTorch's
+    ``xavier_normal_(w, gain)`` is the same.
+    """
     std = np.sqrt(2.0 / (fan_in + fan_out))
-    return _gen(rng).normal(0.0, std, size=(fan_in, fan_out))
+    gain = _check_gain("xavier_normal", gain)
+    return _gen(rng).normal(0.0, std if gain is None else gain * std, size=(fan_in, fan_out))
 
 
-def xavier_uniform(fan_in: int, fan_out: int, rng=None) -> np.ndarray:
-    """U(-a, a) with a = sqrt(6 / (fan_in + fan_out)): same variance as xavier_normal."""
+def xavier_uniform(fan_in: int, fan_out: int, rng=None, *, gain: float | None = None) -> np.ndarray:
+    """U(-a, a), a = gain * sqrt(6 / (fan_in + fan_out)): the variance of xavier_normal.
+
+    The default gain is 1, as in PyTorch's ``xavier_uniform_``.
+    """
     a = np.sqrt(6.0 / (fan_in + fan_out))
+    gain = _check_gain("xavier_uniform", gain)
+    a = a if gain is None else gain * a
     return _gen(rng).uniform(-a, a, size=(fan_in, fan_out))
 
 
-def he_normal(fan_in: int, fan_out: int, rng=None) -> np.ndarray:
-    """He et al. (2015): Var = 2 / fan_in, which keeps ReLU activations' scale."""
-    std = np.sqrt(2.0 / fan_in)
+def he_normal(fan_in: int, fan_out: int, rng=None, *, gain: float | None = None) -> np.ndarray:
+    """He et al. (2015): N(0, std^2), std = gain / sqrt(fan_in), gain = sqrt(2) by default.
+
+    Var = 2 / fan_in keeps ReLU activations' scale. Another gain gives PyTorch's
+    ``kaiming_normal_`` for that nonlinearity (std = gain / sqrt(fan_in)).
+    """
+    gain = _check_gain("he_normal", gain)
+    std = np.sqrt(2.0 / fan_in) if gain is None else gain / np.sqrt(fan_in)
     return _gen(rng).normal(0.0, std, size=(fan_in, fan_out))
 
 
-def he_uniform(fan_in: int, fan_out: int, rng=None) -> np.ndarray:
-    """U(-a, a) with a = sqrt(6 / fan_in): same variance as he_normal."""
-    a = np.sqrt(6.0 / fan_in)
+def he_uniform(fan_in: int, fan_out: int, rng=None, *, gain: float | None = None) -> np.ndarray:
+    """U(-a, a), a = gain * sqrt(3 / fan_in), gain = sqrt(2) by default: he_normal's variance.
+
+    With the default, a = sqrt(6 / fan_in); PyTorch's ``kaiming_uniform_`` uses
+    the same bound for a given gain.
+    """
+    gain = _check_gain("he_uniform", gain)
+    a = np.sqrt(6.0 / fan_in) if gain is None else gain * np.sqrt(3.0 / fan_in)
     return _gen(rng).uniform(-a, a, size=(fan_in, fan_out))
 
 
@@ -73,21 +151,33 @@ INITS: dict[str, Callable[..., np.ndarray]] = {
 
 
 def init_weights(init: str | Callable[..., np.ndarray], fan_in: int, fan_out: int,
-                 rng=None) -> np.ndarray:
-    """An initial weight matrix from a name in ``INITS`` or a callable(fan_in, fan_out, rng)."""
+                 rng=None, gain: float | str | None = None) -> np.ndarray:
+    """An initial weight matrix from a name in ``INITS`` or a callable(fan_in, fan_out, rng).
+
+    ``gain`` (a number, or a nonlinearity's name for :func:`calculate_gain`)
+    scales the scheme's standard deviation; None keeps the scheme's own (1 for
+    Xavier, sqrt(2) for He). A callable receives it as ``gain=`` only when it is
+    given. ``"normal"`` takes no gain: its standard deviation is set directly.
+    """
     fan_in = _check_size("init_weights", "fan_in", fan_in)
     fan_out = _check_size("init_weights", "fan_out", fan_out)
+    gain = _check_gain("init_weights", gain)
+    extra = {} if gain is None else {"gain": gain}
     if callable(init):
-        w = np.asarray(init(fan_in, fan_out, rng=rng))
+        w = np.asarray(init(fan_in, fan_out, rng=rng, **extra))
         if w.shape != (fan_in, fan_out):
             raise ValueError(f"init_weights: the init callable returned shape {w.shape}, "
                              f"expected (fan_in, fan_out) = {(fan_in, fan_out)}")
         return w
     try:
-        return INITS[init](fan_in, fan_out, rng=rng)
+        scheme = INITS[init]
     except KeyError:
         raise ValueError(f"init: unknown scheme {init!r}; choose one of {sorted(INITS)} "
                          f"or pass a callable") from None
+    if scheme is normal and extra:
+        raise ValueError(f"init_weights: the 'normal' scheme takes no gain (its std is given "
+                         f"directly), got gain={gain}")
+    return scheme(fan_in, fan_out, rng=rng, **extra)
 
 
 # ---------------------------------------------------------------- Module
@@ -146,14 +236,18 @@ class Module:
 
 
 class Linear(Module):
-    """y = x @ W + b, with W: (in_features, out_features) and b: (out_features,)."""
+    """y = x @ W + b, with W: (in_features, out_features) and b: (out_features,).
+
+    W is drawn by ``init`` (see :func:`init_weights`), its standard deviation
+    scaled by ``gain`` if given (e.g. ``gain=calculate_gain("tanh")``); b starts at 0.
+    """
 
     def __init__(self, in_features: int, out_features: int, bias: bool = True,
-                 init: str | Callable = "he", rng=None, dtype=None):
+                 init: str | Callable = "he", rng=None, dtype=None, gain: float | str | None = None):
         in_features = _check_size("Linear", "in_features", in_features)
         out_features = _check_size("Linear", "out_features", out_features)
         self.in_features, self.out_features = in_features, out_features
-        self.weight = Tensor(init_weights(init, in_features, out_features, rng),
+        self.weight = Tensor(init_weights(init, in_features, out_features, rng, gain=gain),
                              requires_grad=True, dtype=dtype)
         self.bias = Tensor(np.zeros(out_features), requires_grad=True, dtype=dtype) if bias else None
 
@@ -254,10 +348,14 @@ class Sequential(Module):
 
 
 def MLP(sizes: Sequence[int], activation: str = "relu", init: str | Callable = "he",
-        bias: bool = True, rng=None, dtype=None, dropout: float = 0.0) -> Sequential:
+        bias: bool = True, rng=None, dtype=None, dropout: float = 0.0,
+        gain: float | str | None = None) -> Sequential:
     """Linear layers of the given sizes with an activation between them (none after the last).
 
-    ``MLP([784, 128, 10])`` is Linear(784, 128), ReLU, Linear(128, 10).
+    ``MLP([784, 128, 10])`` is Linear(784, 128), ReLU, Linear(128, 10). ``init``
+    and ``gain`` go to every Linear (the last one too); ``gain`` may name the
+    nonlinearity, e.g. ``MLP(sizes, "tanh", init="xavier", gain="tanh")`` for
+    std = 5/3 * sqrt(2 / (fan_in + fan_out)). None keeps the scheme's own gain.
     """
     if len(sizes) < 2:
         raise ValueError(f"MLP: need at least an input and an output size, got {list(sizes)}")
@@ -271,7 +369,7 @@ def MLP(sizes: Sequence[int], activation: str = "relu", init: str | Callable = "
                          f"{sorted(ACTIVATIONS)}") from None
     layers: list[Module] = []
     for i, (a, b) in enumerate(zip(sizes[:-1], sizes[1:])):
-        layers.append(Linear(a, b, bias=bias, init=init, rng=rng, dtype=dtype))
+        layers.append(Linear(a, b, bias=bias, init=init, rng=rng, dtype=dtype, gain=gain))
         if i < len(sizes) - 2:
             layers.append(act())
             if dropout:
@@ -280,11 +378,13 @@ def MLP(sizes: Sequence[int], activation: str = "relu", init: str | Callable = "
 
 
 # ------------------------------------------------- gradient-flow helpers
-# Residual connections, layer normalisation and clipping (notebook 10).
+# Residual connections, layer and batch normalisation, and clipping (notebook 10).
 
+from .function import no_grad as _no_grad  # noqa: E402
+from .ops import batch_norm as _batch_norm  # noqa: E402
 from .ops import layer_norm as _layer_norm  # noqa: E402
 
-__all__ += ["Residual", "LayerNorm", "clip_grad_norm"]
+__all__ += ["Residual", "LayerNorm", "BatchNorm1d", "clip_grad_norm"]
 
 
 class Residual(Module):
@@ -332,6 +432,86 @@ class LayerNorm(Module):
 
     def __repr__(self) -> str:
         return f"LayerNorm({self.features}, eps={self.eps:g})"
+
+
+class BatchNorm1d(Module):
+    """Batch normalisation of (N, num_features) inputs (Ioffe & Szegedy, 2015), as PyTorch's.
+
+    Training mode (``train()``, the default) normalises each feature with the
+    batch's own statistics, mu = mean over the N examples and the biased
+    var = mean((x - mu)**2), then applies a gain and a bias:
+
+        y = weight * (x - mu) / sqrt(var + eps) + bias
+
+    The normalisation is one op, ``minigrad.ops.BatchNorm``, with its own VJP;
+    an example's output, and so its gradient, depends on the whole batch.
+    Each training call also updates, outside the graph (under ``no_grad``),
+
+        running_mean = (1 - momentum) * running_mean + momentum * mu
+        running_var  = (1 - momentum) * running_var  + momentum * var * N / (N - 1)
+
+    (the *unbiased* batch variance, as PyTorch); ``momentum=None`` gives the
+    plain average of all batches so far, weight 1 / num_batches_tracked.
+
+    Evaluation mode (``eval()``) uses the running statistics instead, so the
+    output of an example no longer depends on the others: y = x * s + t with
+    s = weight / sqrt(running_var + eps), t = bias - running_mean * s, an
+    affine map computed with ordinary ops (it could be folded into the Linear
+    layer before it).
+
+    Parameters: ``weight`` (ones) and ``bias`` (zeros), of shape (num_features,),
+    if ``affine``. Buffers (Tensors that need no gradient, so not parameters):
+    ``running_mean`` (zeros) and ``running_var`` (ones); ``num_batches_tracked``
+    counts the training calls. Recomputing the forward pass in training mode
+    (``minigrad.checkpoint``) updates the running statistics a second time, as
+    ``torch.utils.checkpoint`` does.
+    """
+
+    def __init__(self, num_features: int, eps: float = 1e-5, momentum: float | None = 0.1,
+                 affine: bool = True, dtype=None):
+        num_features = _check_size("BatchNorm1d", "num_features", num_features)
+        if isinstance(eps, bool) or not isinstance(eps, (int, float, np.integer, np.floating)) \
+                or not (np.isfinite(eps) and eps > 0):
+            raise ValueError(f"BatchNorm1d: eps must be a positive number, got {eps!r}")
+        if momentum is not None and (
+                isinstance(momentum, bool)
+                or not isinstance(momentum, (int, float, np.integer, np.floating))
+                or not 0.0 <= momentum <= 1.0):
+            raise ValueError(f"BatchNorm1d: momentum must be a number in [0, 1] or None, "
+                             f"got {momentum!r}")
+        self.num_features, self.eps, self.momentum, self.affine = num_features, eps, momentum, affine
+        d = num_features
+        self.weight = Tensor(np.ones(d), requires_grad=True, dtype=dtype) if affine else None
+        self.bias = Tensor(np.zeros(d), requires_grad=True, dtype=dtype) if affine else None
+        self.running_mean = Tensor(np.zeros(d), dtype=dtype)
+        self.running_var = Tensor(np.ones(d), dtype=dtype)
+        self.num_batches_tracked = 0
+
+    def forward(self, x: Tensor) -> Tensor:
+        x = x if isinstance(x, Tensor) else Tensor(x, dtype=self.running_mean.dtype)
+        if x.ndim != 2 or x.shape[1] != self.num_features:
+            raise ValueError(f"{self!r}: expected an input of shape (N, {self.num_features}), "
+                             f"got shape {x.shape}")
+        if not self.training:
+            scale = 1.0 / np.sqrt(self.running_var.data + self.eps)
+            if self.affine:
+                scale = self.weight * scale
+                return x * scale + (self.bias - self.running_mean.data * scale)
+            return x * scale - self.running_mean.data * scale
+        y = _batch_norm(x, eps=self.eps)  # refuses N = 1 before any statistic changes
+        self._update_running_stats(x.data)
+        return y * self.weight + self.bias if self.affine else y
+
+    def _update_running_stats(self, x: np.ndarray) -> None:
+        self.num_batches_tracked += 1
+        m = 1.0 / self.num_batches_tracked if self.momentum is None else self.momentum
+        with _no_grad():
+            self.running_mean.mul_(1.0 - m).add_(m * x.mean(axis=0))
+            self.running_var.mul_(1.0 - m).add_(m * x.var(axis=0, ddof=1))
+
+    def __repr__(self) -> str:
+        return (f"BatchNorm1d({self.num_features}, eps={self.eps:g}, momentum={self.momentum}, "
+                f"affine={self.affine})")
 
 
 def clip_grad_norm(parameters: Tensor | Iterable[Tensor], max_norm: float,

@@ -863,6 +863,68 @@ def layer_norm(x, eps: float = 1e-5):
     return LayerNorm.apply(x, eps=eps)
 
 
+class BatchNorm(Function):
+    """Normalise each feature over the batch (Ioffe & Szegedy, 2015), without gain or bias.
+
+    For an (N, D) input, per feature (column) j, over the N examples:
+    mu_j = mean_n x[n, j],  var_j = mean_n (x[n, j] - mu_j)**2  (biased, as PyTorch in
+    training),  sigma_j = sqrt(var_j + eps),  y = x_hat = (x - mu) / sigma.
+    These are the batch's own statistics, i.e. training mode; evaluation with
+    running statistics is an affine map of x (see ``minigrad.nn.BatchNorm1d``).
+
+    VJP: dx = (1 / sigma) * (g - mean(g) - x_hat * mean(g * x_hat)), means over the
+    batch axis 0. It is LayerNorm's VJP with the axis turned: the three terms are
+    the paths from x to y directly, through mu and through sigma. So every column
+    of dx sums to zero, and each example's gradient depends on the whole batch.
+
+    Saved: the input x, the means and 1/sigma (one number per feature each), as
+    PyTorch's native_batch_norm saves input, save_mean and save_invstd.
+    N = 1 is refused, as in PyTorch: one example has variance 0, y would be 0
+    whatever x, and the unbiased variance a running estimate needs is 0 / 0.
+    """
+
+    name = "batch_norm"
+
+    @staticmethod
+    def forward(ctx, x, eps=1e-5):
+        if x.ndim != 2:
+            raise ValueError(f"batch_norm: expected a 2-D (N, D) input (examples, features), "
+                             f"got shape {x.shape}")
+        if x.shape[0] < 2:
+            raise ValueError(f"batch_norm: Expected more than 1 value per channel when training, "
+                             f"got input of shape {x.shape}; batch statistics need at least 2 "
+                             f"examples (use eval mode, with running statistics, for one)")
+        if not (np.isfinite(eps) and eps > 0):
+            raise ValueError(f"batch_norm: eps must be a positive number, got {eps!r}; it keeps "
+                             f"1/sqrt(var + eps) finite for a constant feature")
+        mu = x.mean(axis=0)
+        xc = x - mu
+        inv_sigma = 1.0 / np.sqrt((xc * xc).mean(axis=0) + eps)
+        ctx.save_for_backward(x, mu, inv_sigma)
+        ctx.eps = eps
+        return xc * inv_sigma
+
+    @staticmethod
+    def backward(ctx, g):
+        if isinstance(g, Tensor):
+            # Differentiating the gradient itself: x_hat and 1/sigma must be
+            # functions of x, so rebuild them from the input with Tensor ops.
+            x = ctx.saved[0]
+            xc = x - x.mean(axis=0)
+            inv_sigma = ((xc * xc).mean(axis=0) + ctx.eps) ** -0.5
+            x_hat = xc * inv_sigma
+        else:
+            x, mu, inv_sigma = ctx.saved
+            x_hat = (x - mu) * inv_sigma
+        return (inv_sigma * (g - g.mean(axis=0) - x_hat * (g * x_hat).mean(axis=0)),)
+
+
+def batch_norm(x, eps: float = 1e-5):
+    """(x - mean) / sqrt(var + eps) per feature over the batch axis 0 of an (N, D) ``x``,
+    with the batch's own statistics (see :class:`BatchNorm`)."""
+    return BatchNorm.apply(x, eps=eps)
+
+
 # ---------------------------------------------------------------- more ops
 # Elementwise: abs, sqrt, maximum, minimum, where, pow with a tensor exponent;
 # reductions: max, min; joining: concatenate, stack. (squeeze, unsqueeze,

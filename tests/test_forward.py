@@ -39,6 +39,7 @@ CASES = [
     ("a two-layer network", lambda x, w1, w2: ((x @ w1).tanh() @ w2).log_softmax(axis=1),
      [(3, 2), (2, 4), (4, 3)], (-1, 1)),
     ("layer_norm", lambda a, w: mg.layer_norm(a @ w) * 2.0, [(3, 4), (4, 5)], (-2, 2)),
+    ("batch_norm", lambda a, w: mg.batch_norm(a @ w) * 2.0, [(3, 4), (4, 5)], (-2, 2)),
     ("setitem and clone", lambda a, b: ops.SetItem.apply(a.clone() * 2.0, b, idx=(slice(0, 2),)),
      [(3, 4), (2, 4)], (-2, 2)),
     ("abs sqrt", lambda a: (a - 0.3).abs() * (a * a + 1.0).sqrt(), [(3, 4)], (-2, 2)),

@@ -187,6 +187,99 @@ def test_he_init_keeps_relu_activations_at_scale():
     assert 0.7 < (x ** 2).mean() < 1.4
 
 
+# ------------------------------------------------------------------ gains
+
+@needs_torch
+@pytest.mark.parametrize("name, param", [("linear", None), ("sigmoid", None), ("tanh", None),
+                                         ("relu", None), ("leaky_relu", None), ("leaky_relu", 0.2),
+                                         ("selu", None)])
+def test_calculate_gain_matches_pytorch(name, param):
+    assert nn.calculate_gain(name, param) == pytest.approx(torch.nn.init.calculate_gain(name, param),
+                                                           rel=1e-15)
+
+
+def test_calculate_gain_values_and_errors():
+    assert nn.calculate_gain("tanh") == 5 / 3
+    assert nn.calculate_gain("relu") == np.sqrt(2)
+    assert nn.calculate_gain("linear") == nn.calculate_gain("sigmoid") == nn.calculate_gain("identity") == 1
+    with pytest.raises(ValueError, match="calculate_gain: unsupported nonlinearity 'gelu'; choose one of"):
+        nn.calculate_gain("gelu")
+    with pytest.raises(TypeError, match="calculate_gain: nonlinearity must be a name"):
+        nn.calculate_gain(2.0)
+
+
+GAIN = 5 / 3  # tanh's
+
+
+@pytest.mark.parametrize("fn, std", [
+    (nn.xavier_normal, GAIN * np.sqrt(2 / (FAN_IN + FAN_OUT))),
+    (nn.xavier_uniform, GAIN * np.sqrt(2 / (FAN_IN + FAN_OUT))),
+    (nn.he_normal, GAIN / np.sqrt(FAN_IN)),
+    (nn.he_uniform, GAIN / np.sqrt(FAN_IN)),
+])
+def test_a_gain_scales_the_std_of_the_weights(fn, std):
+    w = fn(FAN_IN, FAN_OUT, rng=np.random.default_rng(0), gain=GAIN)
+    assert abs(w.std() / std - 1) < 0.015
+    # The same draws as the default, scaled: only the standard deviation changes.
+    default = fn(FAN_IN, FAN_OUT, rng=np.random.default_rng(0))
+    base = 1.0 if "xavier" in fn.__name__ else np.sqrt(2)
+    np.testing.assert_allclose(w, default * GAIN / base, rtol=1e-12, atol=1e-15)
+
+
+def test_a_gain_scales_the_uniform_bounds():
+    assert np.abs(nn.xavier_uniform(50, 20, rng=0, gain=2.0)).max() <= 2.0 * np.sqrt(6 / 70)
+    assert np.abs(nn.he_uniform(50, 20, rng=0, gain=1.0)).max() <= np.sqrt(3 / 50)
+    assert np.abs(nn.he_uniform(50, 20, rng=0, gain=1.0)).max() > 0.95 * np.sqrt(3 / 50)
+
+
+@needs_torch
+@pytest.mark.parametrize("ours, theirs, nonlinearity", [
+    ("xavier_normal", "xavier_normal_", "tanh"),
+    ("xavier_uniform", "xavier_uniform_", "sigmoid"),
+    ("he_normal", "kaiming_normal_", "tanh"),
+    ("he_uniform", "kaiming_uniform_", "relu"),
+])
+def test_gained_inits_have_the_std_of_pytorchs(ours, theirs, nonlinearity):
+    gain = nn.calculate_gain(nonlinearity)
+    w = nn.init_weights(ours, FAN_IN, FAN_OUT, rng=0, gain=nonlinearity)  # a name is looked up
+    t = torch.empty(FAN_OUT, FAN_IN)  # PyTorch stores (out, in); fan_in is its size(1)
+    torch.manual_seed(0)
+    if theirs.startswith("kaiming"):
+        getattr(torch.nn.init, theirs)(t, nonlinearity=nonlinearity)
+        expected = gain / np.sqrt(FAN_IN)
+    else:
+        getattr(torch.nn.init, theirs)(t, gain=gain)
+        expected = gain * np.sqrt(2 / (FAN_IN + FAN_OUT))
+    assert abs(w.std() / expected - 1) < 0.015
+    assert abs(t.std().item() / expected - 1) < 0.015
+
+
+def test_linear_and_mlp_pass_the_gain_to_every_layer():
+    lin = nn.Linear(FAN_IN, FAN_OUT, init="xavier", rng=0, gain="tanh")
+    np.testing.assert_allclose(lin.weight.data, nn.xavier_normal(FAN_IN, FAN_OUT, rng=0, gain=GAIN),
+                               rtol=0, atol=0)
+    model = nn.MLP([FAN_IN, FAN_OUT, FAN_OUT], "tanh", init="xavier", rng=0, gain=GAIN)
+    plain = nn.MLP([FAN_IN, FAN_OUT, FAN_OUT], "tanh", init="xavier", rng=0)
+    for k in (0, 2):
+        np.testing.assert_allclose(model[k].weight.data, plain[k].weight.data * GAIN, rtol=1e-12)
+    assert np.array_equal(nn.Linear(3, 2, rng=0).weight.data, nn.he_normal(3, 2, rng=0))  # no gain: as before
+
+
+def test_gain_errors():
+    with pytest.raises(ValueError, match="init_weights: the 'normal' scheme takes no gain"):
+        nn.init_weights("normal", 3, 2, gain=2.0)
+    with pytest.raises(ValueError, match="he_normal: gain must be a positive finite number, got -1"):
+        nn.he_normal(3, 2, gain=-1)
+    with pytest.raises(TypeError, match="init_weights: gain must be a number or a nonlinearity's name"):
+        nn.Linear(3, 2, gain=[1.0])
+    with pytest.raises(ValueError, match="unsupported nonlinearity 'softplus'"):
+        nn.MLP([3, 2], gain="softplus")
+    calls = []
+    nn.init_weights(lambda i, o, rng, **kw: calls.append(kw) or np.zeros((i, o)), 3, 2, gain=1.5)
+    nn.init_weights(lambda i, o, rng: np.zeros((i, o)), 3, 2)  # no gain: a callable need not take one
+    assert calls == [{"gain": 1.5}]
+
+
 def test_init_by_name_and_seed_is_reproducible():
     a = nn.Linear(5, 3, init="xavier", rng=0).weight.data
     b = nn.Linear(5, 3, init="xavier", rng=np.random.default_rng(0)).weight.data

@@ -153,6 +153,171 @@ def test_memory_timeline_stacks_every_category_and_marks_phases():
         mg.viz.plot_memory_timeline([1, 2, 3])
 
 
+# ------------------------------------------------- colour-blind-safe figures
+
+# Okabe & Ito (2008), in their order: black, orange, sky blue, bluish green, yellow,
+# blue, vermillion, reddish purple.
+OKABE_ITO_HEX = {"#000000", "#e69f00", "#56b4e9", "#009e73", "#f0e442", "#0072b2", "#d55e00", "#cc79a7"}
+
+
+def _hex(c):
+    import matplotlib.colors
+
+    return matplotlib.colors.to_hex(c, keep_alpha=False)
+
+
+def _legend_sizes(fig):
+    return [t.get_fontsize() for ax in fig.axes if ax.get_legend() for t in ax.get_legend().get_texts()]
+
+
+def _legend_is_right_of_its_axes(fig):
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    for ax in fig.axes:
+        legend = ax.get_legend()
+        if legend is not None:
+            assert legend.get_window_extent(renderer).x0 >= ax.get_window_extent(renderer).x1
+
+
+def _labelled_lines(ax):
+    return [line for line in ax.lines if not line.get_label().startswith("_")]
+
+
+def test_importing_viz_sets_the_okabe_ito_cycle_and_legible_font_sizes():
+    import json
+    import subprocess
+    import sys
+
+    code = ("import json, matplotlib; matplotlib.use('Agg'); import matplotlib as m; "
+            "before = m.rcParams['axes.prop_cycle'].by_key()['color']; import minigrad.viz; "
+            "print(json.dumps([before, m.rcParams['axes.prop_cycle'].by_key()['color'], "
+            "m.rcParams['font.size'], m.rcParams['legend.fontsize']]))")
+    root = pathlib.Path(__file__).resolve().parents[1]
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=root,
+                         check=True, timeout=120).stdout
+    before, after, font, legend = json.loads(out)
+    assert {c.lower() for c in after} == OKABE_ITO_HEX and len(after) == 8
+    assert before != after  # the import did it: matplotlib's own cycle is another one
+    assert font == 10 and legend >= 8
+    from minigrad.viz import OKABE_ITO
+
+    assert [c.lower() for c in after] == [c.lower() for c in OKABE_ITO]
+
+
+def test_plot_curves_distinguishes_curves_without_colour_and_keeps_its_legend_off_the_data():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from minigrad.viz import OKABE_ITO
+
+    for n in (20, 300):  # with markers on every point, and on a few of a dense curve
+        rng = np.random.default_rng(n)
+        curves = {name: rng.random(n) for name in ("train", "held-out", "test", "baseline")}
+        fig = mg.viz.plot_curves(curves)
+        ax = fig.axes[0]
+        lines = _labelled_lines(ax)
+        assert [line.get_label() for line in lines] == list(curves)
+        assert [_hex(line.get_color()) for line in lines] == [c.lower() for c in OKABE_ITO[:4]]
+        assert len({line.get_linestyle() for line in lines}) == 4  # a line style each
+        assert len({line.get_marker() for line in lines}) == 4     # and a marker each
+        sizes = _legend_sizes(fig)
+        assert len(sizes) == 4 and min(sizes) >= 8
+        _legend_is_right_of_its_axes(fig)
+        matplotlib.pyplot.close(fig)
+
+
+def test_grad_flow_tells_records_apart_by_marker_and_statistics_by_line_style():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from minigrad.flow import record_flow
+
+    rng = np.random.default_rng(0)
+    x, y = rng.normal(size=(16, 5)), rng.integers(0, 3, 16)
+    recs = {}
+    for act in ("tanh", "relu", "sigmoid"):
+        mg.random.manual_seed(0)
+        recs[act] = record_flow(mg.nn.MLP([5, 6, 6, 3], act), x,
+                                lambda out: out.cross_entropy_with_logits(y))
+    fig = mg.viz.plot_grad_flow(recs)
+    ax = fig.axes[0]
+    mean, peak = ax.lines[0::2], ax.lines[1::2]
+    assert len({line.get_marker() for line in mean}) == 3
+    assert {_hex(line.get_color()) for line in ax.lines} <= OKABE_ITO_HEX
+    assert all(m.get_linestyle() != p.get_linestyle() for m, p in zip(mean, peak))
+    assert min(_legend_sizes(fig)) >= 8
+    _legend_is_right_of_its_axes(fig)
+    matplotlib.pyplot.close("all")
+    fig = mg.viz.plot_histograms(recs, which="activations")
+    for ax in fig.axes:
+        outlines = [p for p in ax.patches if not p.get_label().startswith("_")]
+        assert len(outlines) == 3 and len({str(p.get_linestyle()) for p in outlines}) == 3
+    assert min(_legend_sizes(fig)) >= 8
+    _legend_is_right_of_its_axes(fig)
+    matplotlib.pyplot.close("all")
+
+
+def test_update_ratios_and_scaling_lines_differ_without_colour():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from minigrad.viz import plot_scaling
+
+    r = np.abs(np.random.default_rng(0).normal(size=(30, 4))) * 1e-3
+    fig = mg.viz.plot_update_ratios(r)
+    layers = _labelled_lines(fig.axes[0])[:4]
+    assert len({(line.get_linestyle(), line.get_marker()) for line in layers}) == 4
+    assert len({line.get_marker() for line in layers}) == 4
+    deep = mg.viz.plot_update_ratios(np.abs(np.random.default_rng(1).normal(size=(30, 12))))
+    named = _labelled_lines(deep.axes[0])  # layer 1, layer 12, the reference
+    assert [line.get_label() for line in named] == ["layer 1", "layer 12", "0.001"]
+    assert len({line.get_marker() for line in named[:2]}) == 2 and "None" not in {
+        line.get_marker() for line in named[:2]}
+    fig2 = plot_scaling([10, 100, 1000], {"J": [100, 1e4, 1e6], "VJP": [10, 100, 1000], "x": [1, 2, 3]})
+    lines = fig2.axes[0].lines
+    assert len({line.get_linestyle() for line in lines}) == 3
+    assert len({line.get_marker() for line in lines}) == 3
+    for f in (fig, deep, fig2):
+        assert min(_legend_sizes(f)) >= 8
+        _legend_is_right_of_its_axes(f)
+    matplotlib.pyplot.close("all")
+
+
+def test_memory_and_saved_bytes_give_each_category_a_hatch_and_an_okabe_ito_colour():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from minigrad.inspect import saved_values
+    from minigrad.memory import CATEGORIES, profile_step
+    from minigrad.viz import plot_saved
+
+    mg.random.manual_seed(0)
+    model = mg.nn.MLP([8, 8, 3])
+    x = Tensor(np.ones((4, 8)))
+    tl = profile_step(model, x, np.array([0, 1, 2, 0]), optimizer=mg.optim.Adam(model.parameters()))
+    fig = mg.viz.plot_memory_timeline(tl)
+    areas = fig.axes[0].collections[:len(CATEGORIES)]
+    assert [a.get_label() for a in areas] == list(CATEGORIES)
+    assert len({a.get_hatch() for a in areas}) == len(CATEGORIES)
+    colours = [_hex(a.get_facecolor()[0]) for a in areas]
+    assert len(set(colours)) == len(CATEGORIES) and set(colours) <= OKABE_ITO_HEX
+    assert min(_legend_sizes(fig)) >= 8
+    _legend_is_right_of_its_axes(fig)
+
+    loss = model(x).cross_entropy_with_logits(np.zeros(4, dtype=np.int64))
+    fig = plot_saved(saved_values(loss))
+    ax = fig.axes[0]
+    kinds = {t.get_text() for t in ax.get_legend().get_texts()}
+    by_kind = {bars.get_label(): {(p.get_hatch(), _hex(p.get_facecolor())) for p in bars.patches}
+               for bars in ax.containers}
+    assert set(by_kind) == kinds and all(len(v) == 1 for v in by_kind.values())
+    styles = [v.pop() for v in by_kind.values()]
+    assert len({h for h, _ in styles}) == len(styles) and {c for _, c in styles} <= OKABE_ITO_HEX
+    assert min(_legend_sizes(fig)) >= 8
+    _legend_is_right_of_its_axes(fig)
+    matplotlib.pyplot.close("all")
+
+
 def _notebook_with_a_graph(tmp_path, png: bytes, dot_source: str):
     """A one-cell notebook whose saved output is a graph bundle with the given PNG and DOT."""
     import base64

@@ -12,6 +12,8 @@ import numpy as np
 from matplotlib.colors import TwoSlopeNorm
 from matplotlib.figure import Figure
 
+from .style import legend_outside, series_style
+
 __all__ = ["plot_jacobian", "plot_scaling"]
 
 
@@ -68,17 +70,18 @@ def plot_scaling(sizes: Sequence[float], curves: Mapping[str, Sequence[float]],
     """One line per named cost (bytes, FLOPs, seconds...) against a growing size, log-log by default.
 
     On log-log axes a cost that grows like size**k is a straight line of slope k,
-    so O(n) and O(n**2) are told apart at a glance.
+    so O(n) and O(n**2) are told apart at a glance. Each curve has its own
+    Okabe-Ito colour, line style and marker; the legend stands right of the axes.
     """
     if ax is None:
         fig, ax = plt.subplots(figsize=(6, 3.5))
     else:
         fig = ax.figure
-    for label, ys in curves.items():
+    for i, (label, ys) in enumerate(curves.items()):
         if len(ys) != len(sizes):
             raise ValueError(f"plot_scaling: curve {label!r} has {len(ys)} values for "
                              f"{len(sizes)} sizes")
-        ax.plot(sizes, ys, marker="o", ms=3, label=label)
+        ax.plot(sizes, ys, ms=4, label=label, **series_style(i))
     if loglog:
         ax.set_xscale("log")
         ax.set_yscale("log")
@@ -86,7 +89,7 @@ def plot_scaling(sizes: Sequence[float], curves: Mapping[str, Sequence[float]],
     ax.set_ylabel(ylabel)
     if title:
         ax.set_title(title, fontsize=10)
-    ax.legend(fontsize=8)
+    legend_outside(ax)
     ax.grid(alpha=0.3, which="both")
     fig.tight_layout()
     return fig

@@ -15,18 +15,22 @@ import numpy as np
 from matplotlib.figure import Figure
 
 from ..memory import CATEGORIES, MiB, Timeline
+from .style import HATCHES, OKABE_ITO_NAMES, legend_outside
 
-__all__ = ["plot_memory_timeline", "MEMORY_COLORS"]
+__all__ = ["plot_memory_timeline", "MEMORY_COLORS", "MEMORY_HATCHES"]
 
+# Okabe-Ito colours, neighbours in the stack differing in lightness; a hatch each as well,
+# so that no two categories are told apart by colour alone.
 MEMORY_COLORS = {
-    "parameters": "#4c72b0",
-    "gradients": "#55a868",
-    "optimizer state": "#e5ae38",
-    "saved activations": "#c44e52",
-    "graph outputs": "#f0a8a0",
-    "inputs": "#8172b2",
-    "temporaries": "#b0b0b0",
+    "parameters": OKABE_ITO_NAMES["blue"],
+    "gradients": OKABE_ITO_NAMES["sky blue"],
+    "optimizer state": OKABE_ITO_NAMES["bluish green"],
+    "saved activations": OKABE_ITO_NAMES["vermillion"],
+    "graph outputs": OKABE_ITO_NAMES["orange"],
+    "inputs": OKABE_ITO_NAMES["reddish purple"],
+    "temporaries": OKABE_ITO_NAMES["yellow"],
 }
+MEMORY_HATCHES = dict(zip(CATEGORIES, HATCHES))
 
 
 def _positions(timeline: Timeline, min_phase_width: float) -> np.ndarray:
@@ -66,6 +70,8 @@ def plot_memory_timeline(timeline: Timeline, ax=None, unit: int = MiB, unit_name
     was live at that sample. The dashed line is the measured peak over the same
     stretch: it is never below the stack, and it rises above it when an op
     makes scratch arrays that are freed before the next sample.
+    Each category has its own colour and hatch (``MEMORY_COLORS``,
+    ``MEMORY_HATCHES``); the legend stands right of the axes.
     """
     if not isinstance(timeline, Timeline):
         raise TypeError(f"plot_memory_timeline: expected a minigrad.memory.Timeline, "
@@ -87,7 +93,8 @@ def plot_memory_timeline(timeline: Timeline, ax=None, unit: int = MiB, unit_name
     for c in categories:
         upper = lower + timeline.category(c) / unit
         ax.fill_between(x, lower, upper, step="pre", color=MEMORY_COLORS[c], alpha=0.9,
-                        linewidth=0, label=c)
+                        linewidth=0, label=c, hatch=MEMORY_HATCHES[c],
+                        edgecolor=(0.0, 0.0, 0.0, 0.45))  # hatch lines take the edge colour
         lower = upper
     if show_peak and len(x) > 1:
         ax.step(x, timeline.peaks / unit, where="pre", color="black", lw=0.8, ls="--",
@@ -113,7 +120,7 @@ def plot_memory_timeline(timeline: Timeline, ax=None, unit: int = MiB, unit_name
         ax.set_title(title)
     if legend:
         handles, labels = ax.get_legend_handles_labels()
-        ax.legend(handles[::-1], labels[::-1], loc="center left", bbox_to_anchor=(1.01, 0.5),
-                  fontsize=8, frameon=False)
+        legend_outside(ax, handles=handles[::-1], labels=labels[::-1], loc="center left",
+                       bbox_to_anchor=(1.01, 0.5))
     fig.tight_layout()
     return fig

@@ -15,11 +15,14 @@ from ..function import AccumulateGrad, gradient_edge
 from ..inspect import KINDS, SavedRow, saved_values
 from ..tensor import Tensor
 from .graph import PALETTE, Graph, graph_view
+from .style import OKABE_ITO_NAMES, legend_outside
 
-__all__ = ["draw_fields", "plot_saved", "KIND_COLORS"]
+__all__ = ["draw_fields", "plot_saved", "KIND_COLORS", "KIND_HATCHES"]
 
-KIND_COLORS = {"parameter": "#4c8fd6", "input": "#9e9e9e", "activation": "#f0a030",
-               "extra": "#d9534f"}
+# Okabe-Ito colours and a hatch per kind: the bars' parts differ without colour too.
+KIND_COLORS = {"parameter": OKABE_ITO_NAMES["blue"], "input": OKABE_ITO_NAMES["sky blue"],
+               "activation": OKABE_ITO_NAMES["orange"], "extra": OKABE_ITO_NAMES["vermillion"]}
+KIND_HATCHES = {"parameter": "", "input": "..", "activation": "//", "extra": "xx"}
 
 
 def _esc(s: str) -> str:
@@ -122,6 +125,7 @@ def plot_saved(rows: Sequence[SavedRow], title: str | None = None, ax=None,
 
     ``rows`` come from :func:`minigrad.inspect.saved_values`. Each bar counts
     what that op's ctx refers to, so an array saved by two ops appears twice.
+    Each kind has a colour and a hatch; the legend stands right of the axes.
     """
     if ax is None:
         fig, ax = plt.subplots(figsize=(7, 0.35 * len(rows) + 1.2))
@@ -133,7 +137,8 @@ def plot_saved(rows: Sequence[SavedRow], title: str | None = None, ax=None,
     for kind in KINDS:
         widths = np.array([sum(s.nbytes for s in r.saved if s.kind == kind) for r in rows]) / unit
         if widths.any():
-            ax.barh(y, widths, left=left, color=KIND_COLORS[kind], label=kind, height=0.7)
+            ax.barh(y, widths, left=left, color=KIND_COLORS[kind], hatch=KIND_HATCHES[kind],
+                    edgecolor=(0.0, 0.0, 0.0, 0.45), linewidth=0, label=kind, height=0.7)
         left += widths
     for yy, total in zip(y, left):
         ax.text(total, yy, f" {total:,.1f}", va="center", fontsize=8)
@@ -142,7 +147,7 @@ def plot_saved(rows: Sequence[SavedRow], title: str | None = None, ax=None,
     ax.set_xlim(0, max(left.max(), 1e-9) * 1.18)
     if title:
         ax.set_title(title)
-    ax.legend(loc="lower right", fontsize=8)
+    legend_outside(ax)
     ax.grid(axis="x", alpha=0.3)
     fig.tight_layout()
     return fig
