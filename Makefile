@@ -270,7 +270,7 @@ $(MATHJAX_DIR)/tex-mml-chtml.js:
 
 site: $(SITE_STAMP) $(MATHJAX_DIR)/tex-mml-chtml.js
 	rm -rf $(SITE_SRC) build/site build/site-doctrees build/jupyter_execute && mkdir -p $(SITE_SRC)/notebooks $(SITE_SRC)/benchmarks
-	cp docs/index.md README.md $(SITE_SRC)/
+	cp docs/index.md README.md LICENSE LICENSE-CONTENT $(SITE_SRC)/
 	cp $(NOTEBOOKS) $(SITE_SRC)/notebooks/
 	cp benchmarks/RESULTS.md benchmarks/results.png $(SITE_SRC)/benchmarks/
 	$(BIN)/sphinx-build -b html -c docs -d build/site-doctrees -E -W --keep-going -q $(SITE_SRC) build/site
