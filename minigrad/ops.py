@@ -740,7 +740,7 @@ def _check_2d(name: str, a: np.ndarray, what: str) -> None:
 class CrossEntropy(Function):
     """L = mean_i -log p[i, y_i] on probabilities p of shape (N, C).
 
-    As in the reading, p is clipped to [1e-12, 1] before the log.
+    As in the course's first engine (notebook 00), p is clipped to [1e-12, 1] before the log.
     VJP: dp[i, y_i] = -g / (N p[i, y_i]); every other entry is 0.
     An empty batch (N = 0) raises ValueError in forward (PyTorch returns nan).
     """

@@ -13,7 +13,7 @@ __all__ = ["toy_problem", "two_layer_step", "train_two_layer", "mlp_problem", "m
 
 
 def toy_problem(seed: int = 0):
-    """The reading's tiny problem: 3 examples, 3 features, 2 classes, and its init.
+    """The course's tiny problem (notebook 00): 3 examples, 3 features, 2 classes, and its init.
 
     Returns ``x (3, 3), y (3,), w1 (3, 4), w2 (4, 2)``. The weights are drawn as
     ``np.random.seed(seed); np.random.randn(...) * 0.1`` would draw them.
@@ -29,7 +29,7 @@ def toy_problem(seed: int = 0):
 def two_layer_step(x, y, w1, w2, fused: bool = False):
     """Loss and (dw1, dw2) of ``relu(x @ w1) @ w2`` under cross-entropy.
 
-    ``fused=False`` follows the reading: softmax, then clipped cross-entropy on
+    ``fused=False`` follows notebook 00's two-step loss: softmax, then clipped cross-entropy on
     probabilities. ``fused=True`` uses the stable logits form.
     """
     n = x.shape[0]

@@ -328,7 +328,7 @@ def test_no_module_outside_viz_imports_viz():
 
 def test_the_readings_example_trains_as_numpy_does():
     """The course's two-layer example (matmul, relu, softmax, cross-entropy; ``w.data -= lr * w.grad``),
-    written as a learner of the reading would, against the same steps written out in NumPy."""
+    written as a learner of notebook 00 would, against the same steps written out in NumPy."""
     np.random.seed(0)
     X = np.array([[1.0, 2.0, 1.0], [2.0, 0.0, 1.0], [0.0, 1.0, 2.0]])
     Y = np.array([0, 1, 1])

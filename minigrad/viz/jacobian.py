@@ -50,7 +50,7 @@ def plot_jacobian(J: np.ndarray, title: str | None = None, blocks: tuple[int, in
     if annotate:
         for (i, j), v in np.ndenumerate(J):
             if v != 0:
-                ax.text(j, i, f"{v:.2g}", ha="center", va="center", fontsize=7,
+                ax.text(j, i, f"{v:.2g}", ha="center", va="center", fontsize=8,
                         color="white" if abs(v) > 0.6 * lim else "black")
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
@@ -58,7 +58,7 @@ def plot_jacobian(J: np.ndarray, title: str | None = None, blocks: tuple[int, in
         ax.set_xticks(range(J.shape[1]))
     if J.shape[0] <= 24:
         ax.set_yticks(range(J.shape[0]))
-    ax.tick_params(labelsize=7)
+    ax.tick_params(labelsize=8)
     if title:
         ax.set_title(title, fontsize=10)
     return fig
