@@ -118,7 +118,8 @@ def _check_node(ctx) -> None:
                 shape = next(s.shape for s, r in zip(ctx.saved, ctx.roles) if r == -1)
                 what = f"its output (shape {shape})"
             else:
-                what = f"its input {which} (shape {ctx._shapes[which]})"
+                shape = next(s.shape for s, r in zip(ctx.saved, ctx.roles) if r == which)
+                what = f"its input {which} (shape {shape})"
             raise RuntimeError(
                 f"backward: a value that '{ctx.name}' saved for backward was modified in "
                 f"place: {what} is at version {vc[0]}, but version {v} was saved. Don't "
@@ -217,14 +218,13 @@ def _run(root: Tensor, grad: Any, capture: Sequence[Tensor] | None, retain_graph
                     hook("accumulate", node.fn, (), node, {"grad": g})
                 continue  # a leaf: its gradient is added into .grad at the end
             in_grads = node.fn.backward(_DiffCtx(node) if create_graph else node, g)
-            shapes = node._shapes
             i = 0
             for p, pg in zip(node.parents, in_grads):
                 if pg is not None and p is not None:
-                    if pg.shape != shapes[i]:
+                    if pg.shape != p.out_shape:  # the input's shape is its node's output shape
                         raise RuntimeError(
                             f"'{node.name}' backward returned a gradient of shape {pg.shape} for "
-                            f"its input {i}, which has shape {shapes[i]}")
+                            f"its input {i}, which has shape {p.out_shape}")
                     if anomaly:
                         _check_grad(node, i, pg)
                     k = id(p)
@@ -282,11 +282,13 @@ def backward(root: Tensor, grad: Any = None, retain_graph: bool = False) -> None
     found = _run_without_gc(root, grad, None, retain_graph, False)
     updates = []
     for t, g in found.values():
-        g = np.asarray(g)
-        if t.grad is not None and (not isinstance(t.grad, np.ndarray) or t.grad.shape != t.shape):
+        if type(g) is not np.ndarray:
+            g = np.asarray(g)
+        old = t.grad
+        if old is not None and (type(old) is not np.ndarray or old.shape != t.data.shape):
             raise RuntimeError(
                 f"backward: the existing .grad of a tensor of shape {t.shape} has shape "
-                f"{np.shape(t.grad)}; it cannot take a gradient of shape {t.shape}. Set .grad to "
+                f"{np.shape(old)}; it cannot take a gradient of shape {t.shape}. Set .grad to "
                 f"None (zero_grad()) before backward.")
         updates.append((t, g))
     handed_out: set[int] = set()
@@ -294,8 +296,9 @@ def backward(root: Tensor, grad: Any = None, retain_graph: bool = False) -> None
         # One array may be the gradient of two tensors (a + b hands g to both),
         # or a view of another; copy so that an in-place update of one .grad
         # can never change another. A leaf's .grad keeps the leaf's dtype.
-        if g.dtype != t.dtype:
-            g = g.astype(t.dtype)
+        dt = t.data.dtype
+        if g.dtype is not dt and g.dtype != dt:
+            g = g.astype(dt)
         elif id(g) in handed_out or g.base is not None or not g.flags.writeable:
             g = g.copy()
         handed_out.add(id(g))

@@ -158,9 +158,15 @@ class Context:
 
     # The fixed fields live in slots (one node is made per op call); an op's own
     # attributes go to __dict__, so ``vars(ctx)`` holds exactly those.
-    __slots__ = ("fn", "saved", "needs_input_grad", "parents", "versions", "roles", "_inputs",
-                 "_shapes", "out_shape", "_out", "_retain", "_freed_by", "created_at", "created_frame",
+    __slots__ = ("fn", "saved", "needs_input_grad", "parents", "_inputs", "out_shape", "_out",
                  "__dict__", "__weakref__")
+    # Rarely set, so class-level defaults: an instance sets them (in __dict__) only when needed.
+    roles: tuple = ()             # per saved value: input index, -1 (the output) or None (new)
+    versions: tuple = ()
+    _retain = False               # the output asked for retain_grad()
+    _freed_by: str | None = None  # why the saved values were freed, if an error did it
+    created_at: str | None = None  # 'file:line in fn' (anomaly mode only)
+    created_frame = None
 
     def __init__(self, fn: type[Function], needs_input_grad: tuple[bool, ...]):
         # Only what forward reads is set here; a recorded node gets the rest in _link
@@ -272,6 +278,10 @@ class AccumulateGrad:
         return self.variable
 
     @property
+    def out_shape(self) -> tuple:
+        return self.variable.data.shape
+
+    @property
     def inputs(self) -> tuple:
         return ()
 
@@ -378,14 +388,13 @@ class Function:
 
 def _link(ctx: Context, tensors: Sequence, arrays: list, out) -> None:
     """Give a recorded node its edges, its weak references, and its version stamps."""
-    edges, inputs, shapes = [], [], []
+    edges, inputs = [], []
     for t in tensors:
         if t._view is not None and t.grad_fn is not None and t._vc[0] != t._view:
             raise RuntimeError(
                 f"{ctx.name}: an input (shape {t.shape}) is a view made by '{t.op}' whose base "
                 f"was changed in place after the view was made; its recorded history no longer "
                 f"matches its values. Make the view again after the in-place change.")
-        shapes.append(t.data.shape)
         # An input with an edge is reached through it (node.inputs); a constant only weakly.
         if not t.requires_grad:
             edges.append(None)
@@ -399,12 +408,8 @@ def _link(ctx: Context, tensors: Sequence, arrays: list, out) -> None:
             edges.append(acc if acc is not None else gradient_edge(t))
     ctx.parents = tuple(edges)
     ctx._inputs = tuple(inputs)
-    ctx._shapes = tuple(shapes)
     ctx._out = weakref.ref(out)
     ctx.out_shape = out.data.shape  # known after the output is freed too
-    ctx._retain = False         # the output asked for retain_grad()
-    ctx._freed_by = None        # why the saved values were freed, if an error did it
-    ctx.created_at = ctx.created_frame = None   # where the op was called (anomaly mode only)
     saved = ctx.saved
     if saved:
         roles, versions = [], []
@@ -423,8 +428,6 @@ def _link(ctx: Context, tensors: Sequence, arrays: list, out) -> None:
             roles.append(role)
         ctx.roles = tuple(roles)
         ctx.versions = tuple(versions)
-    else:
-        ctx.roles = ctx.versions = ()
 
 
 def _wrap_constants(inputs: tuple) -> tuple:

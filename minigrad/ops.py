@@ -801,9 +801,10 @@ class CrossEntropyWithLogits(Function):
             # Differentiating the gradient itself: p must be a function of the logits.
             p = z.softmax(axis=1)
             return ((p - _scatter_add(np.ones(n, dtype=g.dtype), ctx.idx, p.shape)) * (g / n),)
+        scale = float(g) / n
         d = np.exp(z - z.max(axis=1, keepdims=True))
-        d *= (float(g) / n) / d.sum(axis=1, keepdims=True)  # g * softmax(z) / N, in a new array
-        np.subtract.at(d, ctx.idx, float(g) / n)            # the one-hot part: d[i, y_i] -= g / N
+        d *= scale / d.sum(axis=1, keepdims=True)   # g * softmax(z) / N, in a new array
+        d[ctx.idx] -= scale                          # the one-hot part: each row's target once
         return (d,)
 
 

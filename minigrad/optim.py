@@ -5,9 +5,12 @@ memory notebooks can count them (``state_nbytes()``): none for plain SGD, one
 buffer per parameter for momentum, two for Adam.
 
 ``step()`` first checks every parameter that has a gradient (the gradient's
-shape, that it is real and finite, that the parameter can be written), then
-updates them all: a bad gradient raises ValueError before any parameter, buffer
-or the step count has changed.
+shape, that it is real, that the parameter can be written), then updates them
+all: a bad gradient raises before any parameter, buffer or the step count has
+changed. A NaN or inf in a gradient is applied, as PyTorch's optimizers do
+(``minigrad.detect_anomaly()`` finds where it came from); pass
+``check_finite=True`` to refuse it instead, at the cost of one pass over every
+gradient per step.
 """
 
 from __future__ import annotations
@@ -38,8 +41,9 @@ def _check_hyper(where: str, name: str, value, low: float, high: float = math.in
 class Optimizer:
     """Holds a list of parameters; ``step()`` updates those that have a ``.grad``."""
 
-    def __init__(self, params: Iterable[Tensor], lr: float):
+    def __init__(self, params: Iterable[Tensor], lr: float, check_finite: bool = False):
         name = type(self).__name__
+        self.check_finite = bool(check_finite)
         self.params = list(params)
         if not self.params:
             raise ValueError(f"{name}: got no parameters to optimise")
@@ -78,7 +82,7 @@ class Optimizer:
         name = type(self).__name__
         live = [(i, p) for i, p in enumerate(self.params) if p.grad is not None]
         for i, p in live:  # check everything before changing anything
-            _check_param(name, i, p)
+            _check_param(name, i, p, self.check_finite)
         self.steps += 1
         for i, p in live:
             self._update(i, p)
@@ -93,8 +97,8 @@ class Optimizer:
                    if isinstance(a, np.ndarray))
 
 
-def _check_param(name: str, i: int, p: Tensor) -> None:
-    """Raise if ``p``'s gradient could not be applied, or would make ``p`` NaN or inf."""
+def _check_param(name: str, i: int, p: Tensor, check_finite: bool) -> None:
+    """Raise if ``p``'s gradient could not be applied (or, if asked, would make ``p`` NaN or inf)."""
     g = p.grad
     if not isinstance(g, np.ndarray):
         raise TypeError(f"{name}.step: parameter {i} (shape {p.shape}) has a grad of type "
@@ -106,7 +110,7 @@ def _check_param(name: str, i: int, p: Tensor) -> None:
         raise ValueError(f"{name}.step: parameter {i} (shape {p.shape}) has a grad of dtype "
                          f"{g.dtype}; a gradient must be real")
     # one sum is cheaper than an elementwise test; a sum that overflows is checked in full
-    if g.dtype.kind == "f" and not np.isfinite(g.sum()) and not np.isfinite(g).all():
+    if check_finite and g.dtype.kind == "f" and not math.isfinite(g.sum()) and not np.isfinite(g).all():
         n_nan, n_inf = int(np.isnan(g).sum()), int(np.isinf(g).sum())
         raise ValueError(f"{name}.step: parameter {i} (shape {p.shape}) has a grad with "
                          f"{n_nan} NaN and {n_inf} inf; nothing was updated")
@@ -122,8 +126,9 @@ class SGD(Optimizer):
     buffer is kept.
     """
 
-    def __init__(self, params, lr: float = 0.01, momentum: float = 0.0, weight_decay: float = 0.0):
-        super().__init__(params, lr)
+    def __init__(self, params, lr: float = 0.01, momentum: float = 0.0, weight_decay: float = 0.0,
+                 check_finite: bool = False):
+        super().__init__(params, lr, check_finite)
         self.momentum = _check_hyper("SGD", "momentum", momentum, 0.0, 1.0)
         self.weight_decay = _check_hyper("SGD", "weight_decay", weight_decay, 0.0)
 
@@ -151,8 +156,8 @@ class Adam(Optimizer):
     """
 
     def __init__(self, params, lr: float = 1e-3, betas=(0.9, 0.999), eps: float = 1e-8,
-                 weight_decay: float = 0.0):
-        super().__init__(params, lr)
+                 weight_decay: float = 0.0, check_finite: bool = False):
+        super().__init__(params, lr, check_finite)
         try:
             b1, b2 = betas
         except (TypeError, ValueError):

@@ -299,9 +299,9 @@ def _not_an_array(p):
 
 
 @pytest.mark.parametrize("make", [
-    lambda ps: optim.SGD(ps, lr=0.1),
-    lambda ps: optim.SGD(ps, lr=0.1, momentum=0.9, weight_decay=0.01),
-    lambda ps: optim.Adam(ps, lr=0.1, weight_decay=0.01),
+    lambda ps: optim.SGD(ps, lr=0.1, check_finite=True),
+    lambda ps: optim.SGD(ps, lr=0.1, momentum=0.9, weight_decay=0.01, check_finite=True),
+    lambda ps: optim.Adam(ps, lr=0.1, weight_decay=0.01, check_finite=True),
 ], ids=["sgd", "momentum", "adam"])
 @pytest.mark.parametrize("spoil, err, msg", [
     (_nan, ValueError, r"step: parameter 2 \(shape \(3,\)\) has a grad with 1 NaN and 0 inf"),
@@ -330,7 +330,7 @@ def test_a_bad_parameter_anywhere_leaves_everything_bit_for_bit(make, spoil, err
 def test_a_good_step_after_a_refused_one_is_the_same_as_without_it():
     a = Tensor([1.0, 2.0], requires_grad=True)
     b = Tensor([1.0, 2.0], requires_grad=True)
-    oa, ob = optim.Adam([a], lr=0.1), optim.Adam([b], lr=0.1)
+    oa, ob = optim.Adam([a], lr=0.1, check_finite=True), optim.Adam([b], lr=0.1)
     a.grad = np.array([np.nan, 1.0])
     with pytest.raises(ValueError):
         oa.step()
@@ -364,3 +364,11 @@ def test_parameters_sharing_memory_are_refused():
                                          r"share memory"):
         optim.Adam([a, c, b])
     optim.Adam([a, c])                           # separate buffers are fine
+
+
+def test_a_nan_gradient_is_applied_by_default_as_in_pytorch():
+    w = Tensor([1.0, 2.0], requires_grad=True)
+    opt = optim.SGD([w], lr=0.1)
+    w.grad = np.array([np.nan, 1.0])
+    opt.step()
+    assert np.isnan(w.data[0]) and w.data[1] == 1.9 and opt.steps == 1
