@@ -363,3 +363,20 @@ def test_nbval_ignores_the_graph_pictures_but_compares_the_dot_source(tmp_path):
     assert same.returncode == 0, same.stdout[-2000:]
     changed = _nbval(_notebook_with_a_graph(tmp_path, other_png, source.replace("relu", "tanh")))
     assert changed.returncode == 1 and "tanh" in changed.stdout, changed.stdout[-2000:]
+
+
+def test_distinguish_gives_each_colour_a_marker_and_one_legend_beside_the_axes():
+    import matplotlib.pyplot as plt
+
+    from minigrad.viz import MARKERS, distinguish
+
+    fig, (a, b) = plt.subplots(1, 2)
+    for ax in (a, b):
+        ax.plot([0, 1], [0, 1], "o-", color="C0", label="one")
+        ax.plot([0, 1], [1, 0], "o-", color="C1", label="two")
+        ax.legend()
+    distinguish(a, b)
+    assert [ln.get_marker() for ln in a.get_lines()] == list(MARKERS[:2])
+    assert a.get_legend() is None and b.get_legend() is not None
+    assert b.get_legend().get_bbox_to_anchor().x0 > b.get_window_extent().x1 - 1  # outside the axes
+    plt.close(fig)

@@ -13,13 +13,14 @@ from .memory import MEMORY_COLORS, plot_memory_timeline
 from .plots import plot_curves
 from .saved import draw_fields, plot_saved
 from .steps import BackwardSteps, Step, backward_steps
-from .style import HATCHES, LINESTYLES, MARKERS, OKABE_ITO, use_style
+from .style import HATCHES, LINESTYLES, MARKERS, OKABE_ITO, distinguish, use_style
 
 __all__ = ["INSTALL_HINT", "Graph", "GraphvizNotFound", "draw_graph", "draw_static", "tensor_label",
            "plot_curves", "plot_images", "plot_confusion", "draw_fields", "plot_saved",
            "plot_jacobian", "plot_scaling", "backward_steps", "BackwardSteps", "Step",
            "plot_grad_flow", "plot_activation_scale", "plot_histograms", "plot_update_ratios",
-           "plot_memory_timeline", "MEMORY_COLORS", "style", "use_style", "OKABE_ITO", "LINESTYLES",
+           "plot_memory_timeline", "MEMORY_COLORS", "style", "use_style", "distinguish", "OKABE_ITO",
+           "LINESTYLES",
            "MARKERS", "HATCHES"]
 
 use_style()

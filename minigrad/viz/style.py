@@ -23,7 +23,7 @@ import matplotlib as mpl
 from matplotlib import cycler
 
 __all__ = ["OKABE_ITO", "OKABE_ITO_NAMES", "LINESTYLES", "MARKERS", "HATCHES", "RC_PARAMS",
-           "use_style", "series_style", "legend_outside"]
+           "use_style", "series_style", "legend_outside", "distinguish"]
 
 # The eight colours by name, in the order the prop cycle uses them: the darker,
 # most saturated first; yellow (little contrast with white for thin lines) and
@@ -89,3 +89,38 @@ def legend_outside(ax, **kwargs):
             "frameon": False}
     opts.update(kwargs)
     return ax.legend(**opts)
+
+
+def distinguish(*axes, legend_on: int | None = -1) -> None:
+    """Let no lesson rest on colour alone in figures already drawn, and keep legends off the data.
+
+    Every line drawn with markers gets a marker shape of its own, and every
+    unfilled patch (a histogram outline) a line style of its own: one per colour,
+    in drawing order, so panels drawn from the same records match. The axes'
+    legends are removed and one is put beside ``axes[legend_on]`` (none if
+    ``legend_on`` is None).
+    """
+    from matplotlib.colors import to_hex
+
+    for ax in axes:
+        colours: list[str] = []
+        for line in ax.get_lines():
+            if line.get_marker() in ("None", "", None):
+                continue
+            c = to_hex(line.get_color())
+            if c not in colours:
+                colours.append(c)
+            line.set_marker(MARKERS[colours.index(c) % len(MARKERS)])
+        outlines: list[str] = []
+        for patch in ax.patches:
+            if patch.get_fill():
+                continue
+            c = to_hex(patch.get_edgecolor())
+            if c not in outlines:
+                outlines.append(c)
+            patch.set_linestyle(LINESTYLES[outlines.index(c) % len(LINESTYLES)])
+        if ax.get_legend() is not None:
+            ax.get_legend().remove()
+    if legend_on is not None:
+        legend_outside(axes[legend_on])
+    axes[0].figure.tight_layout()
