@@ -28,6 +28,7 @@ from . import function as _function, tensor as _tensor  # noqa: I001
 from . import engine as _engine_module, ops as _ops_module
 _tensor._engine, _tensor._ops = _engine_module, _ops_module
 _function.Tensor, _function.as_tensor = _tensor.Tensor, _tensor.as_tensor
+_function._make_tensor = _tensor.Tensor._make
 
 from . import data, flow, memory, metrics, nn, optim, passes, random, reference
 from .checkpointing import Plan, checkpoint, checkpoint_sequential, plan_segments, sqrt_plan, uniform_plan

@@ -21,6 +21,7 @@ and sends what comes back along the edges. It works in four steps:
 from __future__ import annotations
 
 import gc
+import weakref
 from collections.abc import Sequence
 from typing import Any
 
@@ -94,11 +95,24 @@ class _DiffCtx:
     def __getattr__(self, key: str) -> Any:
         return getattr(self._ctx, key)
 
+    def stand_in(self, i: int, k: int) -> Tensor:
+        """A tensor holding saved value ``k`` whose gradient flows along input ``i``'s edge.
+
+        For a VJP that rebuilds a function of input ``i`` from a value it saved
+        instead of the input, where the function cannot tell the two apart. It
+        holds the saved buffer itself, so forward mode finds that value's tangent.
+        """
+        return _alias(self._ctx.saved[k], self._ctx.parents[i])
+
 
 def _alias(v: np.ndarray, edge) -> Tensor:
     """A tensor holding ``v`` whose gradient flows into ``edge`` (an input's node)."""
     if isinstance(edge, AccumulateGrad):
-        return edge.variable
+        if edge.variable.data is v:
+            return edge.variable
+        t = Tensor._make(v, True)  # a stand-in for the leaf: it shares the leaf's accumulator
+        t._acc = weakref.ref(edge)
+        return t
     return Tensor._make(v, edge is not None, edge)
 
 
@@ -136,6 +150,26 @@ def _check_grad(ctx, i: int, g: Any) -> None:
             op=ctx.name, phase="backward", frame=ctx.created_frame)
 
 
+def _as_grads(node, in_grads: Any) -> tuple:
+    """A VJP's result as one entry per input, or a clear error.
+
+    As in PyTorch, an op with one input may return its gradient bare; otherwise a
+    VJP returns a tuple (or list) with one entry per input: an array, or None.
+    """
+    n = len(node.parents)
+    if isinstance(in_grads, (tuple, list)):
+        if len(in_grads) == n:
+            return tuple(in_grads)
+        got = f"{len(in_grads)} gradient{'' if len(in_grads) == 1 else 's'}"
+    elif n == 1 and (in_grads is None or hasattr(in_grads, "shape")):
+        return (in_grads,)
+    else:
+        got = f"a {type(in_grads).__name__}"
+    raise TypeError(
+        f"'{node.name}' backward returned {got}, but the op has {n} input(s): return a "
+        f"tuple with one entry per input, the gradient for that input or None")
+
+
 def _seed(root: Tensor, grad: Any, create_graph: bool):
     """dL/droot: ones for a one-element root, else ``grad`` checked and copied."""
     if not isinstance(root, Tensor):
@@ -151,7 +185,8 @@ def _seed(root: Tensor, grad: Any, create_graph: bool):
                 f"backward: grad can be left out only for a tensor with one element; this "
                 f"one has shape {root.shape}. Pass grad=, an array of shape {root.shape} "
                 f"holding dL/d(this tensor).")
-        g0 = np.ones(root.data.shape, root.data.dtype)
+        data = root.data
+        g0 = np.array(1, data.dtype) if data.ndim == 0 else np.ones(data.shape, data.dtype)
     else:
         gdata = grad.data if isinstance(grad, Tensor) else grad
         arr = np.asarray(gdata)
@@ -204,46 +239,54 @@ def _run(root: Tensor, grad: Any, capture: Sequence[Tensor] | None, retain_graph
             g = grads.pop(key, None)
             if g is None:
                 continue
+            if type(node) is AccumulateGrad:  # a leaf: its gradient is added into .grad at the end
+                if wanted is None:
+                    found[key] = (node.variable, g)
+                elif key in wanted:
+                    found[key] = (wanted[key], g)
+                for hook in hooks:
+                    hook("accumulate", node.fn, (), node, {"grad": g})
+                continue
             if wanted is not None:
                 if key in wanted:
                     found[key] = (wanted[key], g)
-            elif isinstance(node, AccumulateGrad):
-                found[key] = (node.variable, g)
             elif node._retain:
                 t = node._out()
                 if t is not None:
                     found[key] = (t, g)
-            if isinstance(node, AccumulateGrad):
-                for hook in hooks:
-                    hook("accumulate", node.fn, (), node, {"grad": g})
-                continue  # a leaf: its gradient is added into .grad at the end
             in_grads = node.fn.backward(_DiffCtx(node) if create_graph else node, g)
-            i = 0
-            for p, pg in zip(node.parents, in_grads):
-                if pg is not None and p is not None:
-                    if pg.shape != p.out_shape:  # the input's shape is its node's output shape
-                        raise RuntimeError(
-                            f"'{node.name}' backward returned a gradient of shape {pg.shape} for "
-                            f"its input {i}, which has shape {p.out_shape}")
-                    if anomaly:
-                        _check_grad(node, i, pg)
-                    k = id(p)
-                    prev = grads.get(k)
-                    if prev is None:
-                        grads[k] = pg
-                    elif k in owned:
-                        prev += pg  # our own array: add in place, no new allocation
-                    else:
-                        # A VJP's result may be shared (add hands one g to both inputs)
-                        # or read-only (a broadcast view): never write into it.
-                        total = prev + pg
-                        grads[k] = total
-                        if type(total) is np.ndarray:
-                            owned.add(k)
+            edges = node.parents
+            if type(in_grads) is not tuple or len(in_grads) != len(edges):
+                in_grads = _as_grads(node, in_grads)
+            i = -1
+            for p in edges:
                 i += 1
-            if hooks:
-                for hook in hooks:
-                    hook("backward", node.fn, in_grads, node, {"grad": g})
+                if p is None:
+                    continue
+                pg = in_grads[i]
+                if pg is None:
+                    continue
+                if pg.shape != p.out_shape:  # the input's shape is its node's output shape
+                    raise RuntimeError(
+                        f"'{node.name}' backward returned a gradient of shape {pg.shape} for "
+                        f"its input {i}, which has shape {p.out_shape}")
+                if anomaly:
+                    _check_grad(node, i, pg)
+                k = id(p)
+                prev = grads.get(k)
+                if prev is None:
+                    grads[k] = pg
+                elif k in owned:
+                    prev += pg  # our own array: add in place, no new allocation
+                else:
+                    # A VJP's result may be shared (add hands one g to both inputs)
+                    # or read-only (a broadcast view): never write into it.
+                    total = prev + pg
+                    grads[k] = total
+                    if type(total) is np.ndarray:
+                        owned.add(k)
+            for hook in hooks:
+                hook("backward", node.fn, in_grads, node, {"grad": g})
             if not retain_graph:
                 node.release()
     except BaseException as e:
@@ -280,29 +323,28 @@ def backward(root: Tensor, grad: Any = None, retain_graph: bool = False) -> None
     Every leaf is checked before any ``.grad`` changes, so an error leaves them all as they were.
     """
     found = _run_without_gc(root, grad, None, retain_graph, False)
-    updates = []
-    for t, g in found.values():
-        if type(g) is not np.ndarray:
-            g = np.asarray(g)
+    for t, _ in found.values():  # check every leaf before any .grad changes
         old = t.grad
         if old is not None and (type(old) is not np.ndarray or old.shape != t.data.shape):
             raise RuntimeError(
                 f"backward: the existing .grad of a tensor of shape {t.shape} has shape "
                 f"{np.shape(old)}; it cannot take a gradient of shape {t.shape}. Set .grad to "
                 f"None (zero_grad()) before backward.")
-        updates.append((t, g))
     handed_out: set[int] = set()
-    for t, g in updates:
+    for t, g in found.values():
         # One array may be the gradient of two tensors (a + b hands g to both),
         # or a view of another; copy so that an in-place update of one .grad
         # can never change another. A leaf's .grad keeps the leaf's dtype.
+        if type(g) is not np.ndarray:
+            g = np.asarray(g)
         dt = t.data.dtype
         if g.dtype is not dt and g.dtype != dt:
             g = g.astype(dt)
         elif id(g) in handed_out or g.base is not None or not g.flags.writeable:
             g = g.copy()
         handed_out.add(id(g))
-        t.grad = g if t.grad is None else t.grad + g
+        old = t.grad
+        t.grad = g if old is None else old + g
 
 
 def grad(output: Tensor, inputs: Tensor | Sequence[Tensor], grad_output: Any = None,

@@ -44,7 +44,7 @@ from .function import Function
 from .hooks import op_hook
 from .tensor import Tensor
 
-__all__ = ["JVP_RULES", "defjvp", "jvp", "jacfwd"]
+__all__ = ["JVP_RULES", "SAVED_JVP_RULES", "defjvp", "defjvp_saved", "jvp", "jacfwd"]
 
 JVP_RULES: dict[type[Function], Callable[..., np.ndarray]] = {}
 
@@ -53,6 +53,21 @@ def defjvp(op: type[Function]):
     """Register ``rule`` as the forward-mode (JVP) rule of ``op``."""
     def register(rule):
         JVP_RULES[op] = rule
+        return rule
+    return register
+
+
+# Forward over reverse (jvp of a function that calls grad(..., create_graph=True)) needs the
+# tangent of every value a VJP reads. Inputs and outputs have theirs; an op that saves an
+# array of its own making (the fused loss's log-probabilities) registers a rule for it:
+# rule(dots, args, saved, **attrs) -> one tangent (or None) per saved value.
+SAVED_JVP_RULES: dict[type[Function], Callable[..., tuple]] = {}
+
+
+def defjvp_saved(op: type[Function]):
+    """Register ``rule`` as the tangents of the values ``op`` saves that it made itself."""
+    def register(rule):
+        SAVED_JVP_RULES[op] = rule
         return rule
     return register
 
@@ -261,6 +276,13 @@ def _cross_entropy_with_logits(dots, args, out, target):
     return np.asarray((d * dz).sum() / n, dtype=out.dtype)
 
 
+@defjvp_saved(ops.CrossEntropyWithLogits)
+def _cross_entropy_with_logits_saved(dots, args, saved, target):
+    """Saved: log p = z - logsumexp(z).   d(log p) = dz - sum(p * dz) per row."""
+    (dz,), (logp,) = dots, saved[:1]
+    return (dz - (np.exp(logp) * dz).sum(axis=1, keepdims=True),) + (None,) * (len(saved) - 1)
+
+
 @defjvp(ops.LayerNorm)
 def _layer_norm(dots, args, out, eps=1e-5):
     """y = (x - mean x) / sigma.   dy = (1/sigma) (dxc - y mean(y dxc)),  dxc = dx - mean(dx)."""
@@ -419,6 +441,15 @@ class _TangentListener:
             raise RuntimeError(f"jvp: the rule of '{fn.name}' returned a tangent of shape {d.shape} "
                                f"for an output of shape {out.shape}")
         self.set(out, d)
+        saved_rule = SAVED_JVP_RULES.get(fn)
+        node = out.grad_fn
+        if saved_rule is not None and node is not None and node.saved:
+            arrays = tuple(t.data for t in tensors)
+            for v, dv in zip(node.saved, saved_rule(dots, arrays, node.saved, **attrs)):
+                if dv is not None:
+                    key = id(v)
+                    ref = weakref.ref(v, lambda _, k=key, table=self._by_data: table.pop(k, None))
+                    self._by_data[key] = (ref, np.asarray(dv, dtype=v.dtype), 0)
 
 
 def _as_primal(x: Any, i: int) -> Tensor:

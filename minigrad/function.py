@@ -49,9 +49,10 @@ class _State(threading.local):
 _state = _State()
 
 # Function.apply makes Tensors and tensor.py is loaded after this module: minigrad/__init__.py,
-# the one place where the core's import cycle is broken, sets these two.
+# the one place where the core's import cycle is broken, sets these three.
 Tensor: Any = None
 as_tensor: Any = None
+_make_tensor: Any = None  # Tensor._make
 
 
 def is_grad_enabled() -> bool:
@@ -230,11 +231,17 @@ class Context:
     def release(self, reason: str | None = None) -> None:
         """Drop everything kept for backward; a later backward then fails clearly."""
         self.saved = None
-        self._freed_by = reason
-        attrs = vars(self)
+        attrs = self.__dict__
+        if reason is not None:
+            attrs["_freed_by"] = reason
         for k, v in attrs.items():
-            if (type(v) is np.ndarray or type(v) is tuple) and _arrays(v):
+            if type(v) is np.ndarray:
                 attrs[k] = None  # a new value for an existing key: safe while iterating
+            elif type(v) is tuple:
+                for a in v:
+                    if type(a) is np.ndarray:
+                        attrs[k] = None
+                        break
 
     def __repr__(self) -> str:
         return f"<{self.fn.__name__}Backward>"
@@ -304,7 +311,8 @@ def gradient_edge(t) -> Context | AccumulateGrad | None:
         return None
     acc = t._acc()
     if acc is None:
-        acc = AccumulateGrad(t)
+        acc = _new(AccumulateGrad)  # AccumulateGrad(t), without the call's overhead
+        acc.variable = t
         t._acc = weakref.ref(acc)
     return acc
 
@@ -345,45 +353,52 @@ class Function:
 
     @classmethod
     def apply(cls, *inputs: Any, **attrs: Any):
-        # Every op call passes through here, so it is written for speed: one
-        # plain loop, locals, no generator expressions, the common case first.
-        tensors = inputs
-        for t in inputs:
-            if not isinstance(t, Tensor):  # numbers and arrays become constant leaves
-                tensors = _wrap_constants(inputs)
-                break
-        state = _state
+        # Every op call passes through here, so it is written for speed: plain
+        # loops, locals, no generator expressions, the common case first.
         arrays, needs = [], []
-        for t in tensors:
+        for t in inputs:
+            if type(t) is not Tensor and not isinstance(t, Tensor):
+                # numbers and arrays become constant leaves
+                return cls.apply(*_wrap_constants(inputs), **attrs)
             arrays.append(t.data)
             needs.append(t.requires_grad)
-        record = state.grad_enabled and True in needs
-        ctx = Context(cls, tuple(needs) if record else (False,) * len(needs))
-        event = "forward"
-        kept = next(state.reuse, None) if state.reuse is not None else None
-        if kept is None:
-            data = cls.forward(ctx, *arrays, **attrs)
+        state = _state
+        record = True in needs and state.grad_enabled
+        ctx = _new(Context)  # Context(cls, needs), without the call's overhead
+        ctx.fn = cls
+        ctx.saved = ()
+        ctx.needs_input_grad = tuple(needs) if record else (False,) * len(needs)
+        if state.reuse is None:
+            data = cls.forward(ctx, *arrays, **attrs) if attrs else cls.forward(ctx, *arrays)
+            event = "forward"
         else:
-            data, event = cls.forward_kept(ctx, kept, *arrays, **attrs), "reused"
+            kept = next(state.reuse, None)
+            if kept is None:
+                data, event = cls.forward(ctx, *arrays, **attrs), "forward"
+            else:
+                data, event = cls.forward_kept(ctx, kept, *arrays, **attrs), "reused"
         if type(data) is not np.ndarray:  # NumPy reductions return scalars
             raw, data = data, np.asarray(data)
             if ctx.saved:  # a saved output must stay the output itself
                 ctx.saved = tuple(data if v is raw else v for v in ctx.saved)
-        out = Tensor._make(data, record, ctx if record else None)
+        out = _make_tensor(data, record, ctx if record else None)
         if cls.is_view or (cls.may_be_view and np.may_share_memory(data, arrays[0])):
-            out._vc = tensors[0]._vc  # an in-place change of either is seen by both
+            out._vc = inputs[0]._vc  # an in-place change of either is seen by both
             out._view = out._vc[0]
         if record:
-            _link(ctx, tensors, arrays, out)
+            _link(ctx, inputs, arrays, out)
         if state.hooks:  # observers: trace, jvp, the memory profiler, count_ops
             for hook in state.hooks:
-                hook(event, cls, tensors, out, attrs)
+                hook(event, cls, inputs, out, attrs)
         if state.anomaly:
             _check_forward(cls.name, data)
             if record:
                 ctx.created_frame = _user_frame_summary()
                 ctx.created_at = _format_frame(ctx.created_frame)
         return out
+
+
+_new = object.__new__
 
 
 def _link(ctx: Context, tensors: Sequence, arrays: list, out) -> None:
@@ -398,36 +413,44 @@ def _link(ctx: Context, tensors: Sequence, arrays: list, out) -> None:
         # An input with an edge is reached through it (node.inputs); a constant only weakly.
         if not t.requires_grad:
             edges.append(None)
-            inputs.append(weakref.ref(t))
-            continue
-        inputs.append(None)
-        if t.grad_fn is not None:
+            inputs.append(_weakref(t))
+        elif t.grad_fn is not None:
             edges.append(t.grad_fn)
+            inputs.append(None)
         else:
             acc = t._acc()
             edges.append(acc if acc is not None else gradient_edge(t))
+            inputs.append(None)
     ctx.parents = tuple(edges)
     ctx._inputs = tuple(inputs)
-    ctx._out = weakref.ref(out)
+    ctx._out = _weakref(out)
     ctx.out_shape = out.data.shape  # known after the output is freed too
     saved = ctx.saved
     if saved:
         roles, versions = [], []
+        out_data = out.data
         for v in saved:
-            role = None
-            if v is out.data:
-                role = -1
+            if v is None:
+                roles.append(None)
+            elif v is out_data:
+                roles.append(-1)
                 versions.append((out._vc, out._vc[0], -1))
             else:
-                for i, a in enumerate(arrays):
+                i = 0
+                for a in arrays:
                     if v is a:
-                        role = i
                         vc = tensors[i]._vc
                         versions.append((vc, vc[0], i))
                         break
-            roles.append(role)
+                    i += 1
+                else:
+                    i = None
+                roles.append(i)
         ctx.roles = tuple(roles)
         ctx.versions = tuple(versions)
+
+
+_weakref = weakref.ref
 
 
 def _wrap_constants(inputs: tuple) -> tuple:

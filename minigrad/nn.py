@@ -252,8 +252,8 @@ class Linear(Module):
         self.bias = Tensor(np.zeros(out_features), requires_grad=True, dtype=dtype) if bias else None
 
     def forward(self, x: Tensor) -> Tensor:
-        shape = np.shape(x.data if isinstance(x, Tensor) else x)
-        if len(shape) < 1 or shape[-1] != self.in_features:
+        shape = x.data.shape if isinstance(x, Tensor) else np.shape(x)
+        if not shape or shape[-1] != self.in_features:
             raise ValueError(f"{self!r}: expected an input whose last dimension is "
                              f"{self.in_features}, got shape {tuple(shape)}")
         y = x @ self.weight

@@ -317,7 +317,8 @@ class MatMul(Function):
                                  f"shapes {a.shape} and {b.shape} cannot be broadcast together") from None
         need_a, need_b = ctx.needs_input_grad
         ctx.save_for_backward(a if need_b else None, b if need_a else None)
-        ctx.shapes, ctx.dtypes = (a.shape, b.shape), _dtypes(a, b)
+        ctx.shapes = (a.shape, b.shape)
+        ctx.dtypes = None if a.dtype is b.dtype else _dtypes(a, b)
 
     @staticmethod
     def forward(ctx, a, b):
@@ -773,8 +774,10 @@ class CrossEntropyWithLogits(Function):
     Fusing softmax with the log never forms p = 0, so logits of any size give
     finite values. VJP: dz = g * (softmax(z) - onehot(y)) / N.
 
-    Saved: the logits z (N x C, the same size as the log-probabilities PyTorch's
-    log_softmax keeps); backward recomputes softmax(z) from them.
+    Saved: the log-probabilities log p = z - logsumexp(z) (N x C), as PyTorch's
+    ``F.cross_entropy`` keeps the output of its ``log_softmax``, and the row
+    indices with the targets (``ctx.idx``). Backward turns them into p with one
+    ``exp``. The logits themselves are not kept.
     An empty batch (N = 0) raises ValueError in forward (PyTorch returns nan).
     """
 
@@ -786,25 +789,27 @@ class CrossEntropyWithLogits(Function):
         t = _check_targets("cross_entropy_with_logits", target, *z.shape)
         n = z.shape[0]
         rows = np.arange(n)
-        shifted = z - z.max(axis=1, keepdims=True)  # <= 0, so exp never overflows
-        total = np.exp(shifted).sum(axis=1, keepdims=True)
-        loss = np.log(total).sum() - shifted[rows, t].sum()
-        ctx.save_for_backward(z)
+        logp = z - z.max(axis=1, keepdims=True)  # <= 0, so exp never overflows
+        logp -= np.log(np.exp(logp).sum(axis=1, keepdims=True))
+        ctx.save_for_backward(logp)
         ctx.idx = (rows, t)
-        return np.asarray(loss / n, dtype=z.dtype)
+        return np.asarray(-logp[rows, t].sum() / n, dtype=z.dtype)
 
     @staticmethod
     def backward(ctx, g):
-        (z,) = ctx.saved
-        n = z.shape[0]
+        (logp,) = ctx.saved
+        n = logp.shape[0]
         if isinstance(g, Tensor):
             # Differentiating the gradient itself: p must be a function of the logits.
-            p = z.softmax(axis=1)
+            # log p differs from z by one constant per row, and softmax ignores such a
+            # constant, so the softmax of log p, standing in for z on z's edge, is p
+            # with all of p's derivatives with respect to z.
+            p = ctx.stand_in(0, 0).softmax(axis=1)
             return ((p - _scatter_add(np.ones(n, dtype=g.dtype), ctx.idx, p.shape)) * (g / n),)
         scale = float(g) / n
-        d = np.exp(z - z.max(axis=1, keepdims=True))
-        d *= scale / d.sum(axis=1, keepdims=True)   # g * softmax(z) / N, in a new array
-        d[ctx.idx] -= scale                          # the one-hot part: each row's target once
+        d = np.exp(logp)
+        d *= scale                  # g * softmax(z) / N, in a new array
+        d[ctx.idx] -= scale         # the one-hot part: each row's target once
         return (d,)
 
 

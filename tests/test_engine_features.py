@@ -366,3 +366,21 @@ def test_bad_views_name_the_op_and_shapes():
         x.transpose(0)
     with pytest.raises(IndexError, match=r"getitem: index .* is invalid for shape \(2, 3\)"):
         x[5]
+
+
+def test_hessian_of_the_fused_loss_in_its_leaf_logits_is_the_softmax_jacobian_over_n():
+    # The node keeps log p, not the logits; for create_graph it rebuilds p as the softmax
+    # of a stand-in on the logits' edge. Here the logits are a leaf, so the stand-in
+    # shares the leaf's accumulator. d2L/dz2 is block diagonal: (diag(p_i) - p_i p_i^T) / N.
+    r = np.random.default_rng(5)
+    z0, y = r.standard_normal((3, 4)) * 3, np.array([1, 0, 3])
+    z = Tensor(z0, requires_grad=True)
+    (g,) = mg.grad(z.cross_entropy_with_logits(y), z, create_graph=True)
+    v = r.standard_normal(z0.shape)
+    (hv,) = mg.grad((g * Tensor(v)).sum(), z)
+    p = np.exp(z0 - z0.max(axis=1, keepdims=True))
+    p /= p.sum(axis=1, keepdims=True)
+    expected = (p * v - p * (p * v).sum(axis=1, keepdims=True)) / 3
+    np.testing.assert_allclose(hv.data, expected, atol=1e-12)
+    np.testing.assert_allclose(g.data, (p - np.eye(4)[y]) / 3, atol=1e-12)
+    assert z.grad is None  # grad() hands gradients back and leaves .grad alone

@@ -243,3 +243,22 @@ def test_matches_pytorch_jvp():
     wt = torch.tensor(w)
     theirs = torch_jvp(lambda t: torch.softmax(t @ wt, dim=1), (torch.tensor(x),), (torch.tensor(u),))[1]
     np.testing.assert_allclose(ours, theirs.numpy(), rtol=1e-12)
+
+
+def test_forward_over_reverse_through_the_fused_loss_gives_the_hessian_vector_product():
+    # The fused loss keeps log p, an array of its own; its tangent must follow it into the
+    # create_graph backward pass, or the jvp of the gradient misses the softmax's curvature.
+    r = np.random.default_rng(12)
+    x, y = mg.Tensor(r.standard_normal((5, 3))), np.array([0, 2, 1, 1, 0])
+    w0 = r.standard_normal((3, 3))
+
+    def gradient(w):
+        w.requires_grad_()
+        return mg.grad((x @ w).cross_entropy_with_logits(y), w, create_graph=True)[0]
+
+    v = r.standard_normal(w0.shape)
+    _, hv = mg.jvp(gradient, mg.Tensor(w0), v)
+    h = 1e-5
+    fd = (gradient(mg.Tensor(w0 + h * v)).data - gradient(mg.Tensor(w0 - h * v)).data) / (2 * h)
+    np.testing.assert_allclose(hv.data, fd, rtol=1e-6, atol=1e-9)
+    assert np.abs(hv.data).max() > 1e-3  # the curvature is there to be missed

@@ -72,3 +72,39 @@ def test_in_place_change_of_a_saved_0d_output_is_caught():
         y.add_(1.0)
     with pytest.raises(RuntimeError, match="'exp' saved for backward was modified in place"):
         y.backward()
+
+
+def test_a_vjp_may_return_one_gradient_bare_but_not_the_wrong_number():
+    class Square(mg.Function):
+        name = "square"
+
+        @staticmethod
+        def forward(ctx, a):
+            ctx.save_for_backward(a)
+            return a * a
+
+        @staticmethod
+        def backward(ctx, g):
+            (a,) = ctx.saved
+            return 2 * a * g          # bare, as PyTorch allows for one input
+
+    class Times(mg.Function):
+        name = "times"
+
+        @staticmethod
+        def forward(ctx, a, b):
+            ctx.save_for_backward(a, b)
+            return a * b
+
+        @staticmethod
+        def backward(ctx, g):
+            a, b = ctx.saved
+            return (g * b,)           # one gradient for two inputs
+
+    x = mg.Tensor([1.0, 2.0], requires_grad=True)
+    Square.apply(x).sum().backward()
+    np.testing.assert_allclose(x.grad, [2.0, 4.0])
+    x.grad = None
+    with pytest.raises(TypeError, match=r"'times' backward returned 1 gradient, but the op has 2 input"):
+        Times.apply(x, x).sum().backward()
+    assert x.grad is None

@@ -72,9 +72,10 @@ def test_an_mlp_keeps_activations_and_masks_on_top_of_what_exists_anyway():
     # the first matmul keeps only x (for dW1: dx is not needed), the second W2 (for dh)
     assert mem["parameter"] == 16 * 4 * 8
     assert mem["input"] == x.data.nbytes
-    # relu's output (saved by relu and by the 2nd matmul: one buffer) and the logits
-    assert mem["activation"] == 10 * 16 * 8 + 10 * 4 * 8
-    assert mem["extra"] == 2 * 10 * 8                             # the index arrays of the loss
+    # relu's output (saved by relu and by the 2nd matmul: one buffer)
+    assert mem["activation"] == 10 * 16 * 8
+    # what the loss made for its backward: the log-probabilities and the two index arrays
+    assert mem["extra"] == 10 * 4 * 8 + 2 * 10 * 8
 
 
 def test_nothing_is_saved_under_no_grad_or_after_backward():
