@@ -235,13 +235,8 @@ class Context:
         if reason is not None:
             attrs["_freed_by"] = reason
         for k, v in attrs.items():
-            if type(v) is np.ndarray:
+            if (type(v) is np.ndarray or type(v) is tuple) and _arrays(v):
                 attrs[k] = None  # a new value for an existing key: safe while iterating
-            elif type(v) is tuple:
-                for a in v:
-                    if type(a) is np.ndarray:
-                        attrs[k] = None
-                        break
 
     def __repr__(self) -> str:
         return f"<{self.fn.__name__}Backward>"

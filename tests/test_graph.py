@@ -379,3 +379,28 @@ def test_checkpoint_sequential_names_a_layer_that_returns_a_tuple():
     layers = [lambda t: t * 2.0, lambda t: (t, t)]
     with pytest.raises(TypeError, match="checkpoint_sequential: a layer returned a tuple"):
         mg.checkpoint_sequential(layers, 1, Tensor([1.0], requires_grad=True))
+
+
+def test_the_fused_loss_keeps_what_pytorchs_cross_entropy_keeps():
+    # Both keep the log-probabilities (PyTorch: log_softmax's output) and the targets;
+    # minigrad keeps a row index too. Neither keeps the logits or the probabilities.
+    torch = pytest.importorskip("torch")
+    r = np.random.default_rng(21)
+    z0, y = r.standard_normal((6, 4)), np.array([0, 3, 1, 1, 2, 0])
+    zt = torch.tensor(z0, requires_grad=True)
+    kept = []
+    with torch.autograd.graph.saved_tensors_hooks(lambda t: kept.append(t) or t, lambda t: t):
+        loss_t = torch.nn.functional.cross_entropy(zt, torch.from_numpy(y))
+    # log_softmax's node and nll_loss's node both save the log-probabilities: one storage
+    storages = {t.untyped_storage().data_ptr(): t for t in kept if tuple(t.shape) == z0.shape}
+    big = [t.detach().numpy() for t in storages.values()]
+    assert len(big) == 1 and zt.untyped_storage().data_ptr() not in storages
+    z = Tensor(z0, requires_grad=True)
+    loss = z.cross_entropy_with_logits(y)
+    node = loss.grad_fn
+    arrays = node.arrays()
+    assert [a.shape for a in arrays] == [(6, 4), (6,), (6,)]
+    np.testing.assert_allclose(arrays[0], big[0], atol=1e-15)   # the same log-probabilities
+    assert not any(a is z.data for a in arrays)                 # not the logits
+    assert node.saved_nbytes() == big[0].nbytes + 2 * 6 * 8
+    assert abs(loss.item() - loss_t.item()) < 1e-15
