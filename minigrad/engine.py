@@ -46,13 +46,13 @@ def topological_order(root: Tensor | Any) -> list:
     if start is None:
         return []
     order: list = []
-    seen = {id(start)}
+    seen = {start}  # nodes hash by identity
     stack = [(start, iter(start.parents))]
     while stack:
         node, parents = stack[-1]
         for p in parents:
-            if p is not None and id(p) not in seen:
-                seen.add(id(p))
+            if p is not None and p not in seen:
+                seen.add(p)
                 if p.parents:
                     stack.append((p, iter(p.parents)))
                     break
@@ -203,11 +203,12 @@ def _seed(root: Tensor, grad: Any, create_graph: bool):
 
 
 def _run(root: Tensor, grad: Any, capture: Sequence[Tensor] | None, retain_graph: bool,
-         create_graph: bool) -> dict[int, tuple[Any, Any]]:
-    """Backpropagate from ``root``; return {id(node): (tensor, gradient)} for the captured nodes.
+         create_graph: bool) -> dict[Any, tuple[Any, Any]]:
+    """Backpropagate from ``root``; return {node: (tensor, gradient)} for the captured nodes.
 
     ``capture=None`` captures every leaf that requires grad and every tensor that
-    called ``retain_grad()``; otherwise the nodes of the given tensors.
+    called ``retain_grad()``; otherwise the nodes of the given tensors. Nodes
+    hash by identity, so they are the keys of every table here.
     """
     g0 = _seed(root, grad, create_graph)
     order = topological_order(root)
@@ -218,49 +219,46 @@ def _run(root: Tensor, grad: Any, capture: Sequence[Tensor] | None, retain_graph
             if vc[0] != v:
                 _check_node(node)
 
-    wanted: dict[int, Tensor] | None = None
+    wanted: dict[Any, Tensor] | None = None
     if capture is not None:
         wanted = {}
         for t in capture:
             e = gradient_edge(t)
             if e is not None:
-                wanted[id(e)] = t
+                wanted[e] = t
     anomaly = _state.anomaly
     hooks = _state.hooks
 
-    grads: dict[int, Any] = {id(order[-1]): g0}
-    owned: set[int] = set()  # keys whose gradient is a sum this loop made (safe to add into)
-    found: dict[int, tuple[Any, Any]] = {}
+    grads: dict[Any, Any] = {order[-1]: g0}
+    owned: set = set()  # nodes whose gradient is a sum this loop made (safe to add into)
+    found: dict[Any, tuple[Any, Any]] = {}
     grad_mode = _state.grad_enabled
     _state.grad_enabled = create_graph  # record the VJPs' own ops only for create_graph
     try:
         for node in reversed(order):
-            key = id(node)
-            g = grads.pop(key, None)
+            g = grads.pop(node, None)
             if g is None:
                 continue
             if type(node) is AccumulateGrad:  # a leaf: its gradient is added into .grad at the end
                 if wanted is None:
-                    found[key] = (node.variable, g)
-                elif key in wanted:
-                    found[key] = (wanted[key], g)
+                    found[node] = (node.variable, g)
+                elif node in wanted:
+                    found[node] = (wanted[node], g)
                 for hook in hooks:
                     hook("accumulate", node.fn, (), node, {"grad": g})
                 continue
             if wanted is not None:
-                if key in wanted:
-                    found[key] = (wanted[key], g)
+                if node in wanted:
+                    found[node] = (wanted[node], g)
             elif node._retain:
                 t = node._out()
                 if t is not None:
-                    found[key] = (t, g)
+                    found[node] = (t, g)
             in_grads = node.fn.backward(_DiffCtx(node) if create_graph else node, g)
             edges = node.parents
             if type(in_grads) is not tuple or len(in_grads) != len(edges):
                 in_grads = _as_grads(node, in_grads)
-            i = -1
-            for p in edges:
-                i += 1
+            for i, p in enumerate(edges):
                 if p is None:
                     continue
                 pg = in_grads[i]
@@ -272,19 +270,18 @@ def _run(root: Tensor, grad: Any, capture: Sequence[Tensor] | None, retain_graph
                         f"its input {i}, which has shape {p.out_shape}")
                 if anomaly:
                     _check_grad(node, i, pg)
-                k = id(p)
-                prev = grads.get(k)
+                prev = grads.get(p)
                 if prev is None:
-                    grads[k] = pg
-                elif k in owned:
+                    grads[p] = pg
+                elif p in owned:
                     prev += pg  # our own array: add in place, no new allocation
                 else:
                     # A VJP's result may be shared (add hands one g to both inputs)
                     # or read-only (a broadcast view): never write into it.
                     total = prev + pg
-                    grads[k] = total
+                    grads[p] = total
                     if type(total) is np.ndarray:
-                        owned.add(k)
+                        owned.add(p)
             for hook in hooks:
                 hook("backward", node.fn, in_grads, node, {"grad": g})
             if not retain_graph:
@@ -301,7 +298,7 @@ def _run(root: Tensor, grad: Any, capture: Sequence[Tensor] | None, retain_graph
     return found
 
 
-def _run_without_gc(*args: Any) -> dict[int, tuple[Any, Any]]:
+def _run_without_gc(*args: Any) -> dict[Any, tuple[Any, Any]]:
     """``_run`` with Python's cycle collector paused.
 
     The graph holds no reference cycles and the walk makes none, so the collector
@@ -367,7 +364,7 @@ def grad(output: Tensor, inputs: Tensor | Sequence[Tensor], grad_output: Any = N
     out = []
     for i, t in enumerate(inputs):
         e = gradient_edge(t)
-        g = found.get(id(e), (None, None))[1]
+        g = found.get(e, (None, None))[1]
         if g is None:
             if not allow_unused:
                 raise RuntimeError(

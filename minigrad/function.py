@@ -154,27 +154,29 @@ class Context:
         versions: for each saved array that is an input's (or the output's) data,
             ``(version counter, version at save time, which)``, to catch an in-place
             change before backward reads it.
+        roles: for each saved value, the index of the input it is, -1 for the
+            output, or None for an array the op made.
     Ops may also put small attributes on the node (an axis, a shape, an index).
     """
 
     # The fixed fields live in slots (one node is made per op call); an op's own
     # attributes go to __dict__, so ``vars(ctx)`` holds exactly those.
+    # ``roles``: per saved value, the input index, -1 (the output) or None (an array the op made).
     __slots__ = ("fn", "saved", "needs_input_grad", "parents", "_inputs", "out_shape", "_out",
-                 "__dict__", "__weakref__")
+                 "roles", "versions", "__dict__", "__weakref__")
     # Rarely set, so class-level defaults: an instance sets them (in __dict__) only when needed.
-    roles: tuple = ()             # per saved value: input index, -1 (the output) or None (new)
-    versions: tuple = ()
     _retain = False               # the output asked for retain_grad()
     _freed_by: str | None = None  # why the saved values were freed, if an error did it
     created_at: str | None = None  # 'file:line in fn' (anomaly mode only)
     created_frame = None
 
     def __init__(self, fn: type[Function], needs_input_grad: tuple[bool, ...]):
-        # Only what forward reads is set here; a recorded node gets the rest in _link
-        # (an op call that records nothing never needs it).
+        # Only what forward reads (and empty roles and versions) is set here; a recorded
+        # node gets the rest in _link (an op call that records nothing never needs it).
         self.fn = fn
         self.saved: tuple | None = ()
         self.needs_input_grad = needs_input_grad
+        self.roles = self.versions = ()
 
     @property
     def name(self) -> str:
@@ -313,12 +315,19 @@ def gradient_edge(t) -> Context | AccumulateGrad | None:
 
 
 def _arrays(v: Any) -> list[np.ndarray]:
-    """The arrays in a node attribute: the attribute itself, or inside a tuple (an index)."""
-    if isinstance(v, np.ndarray):
+    """The arrays in a node attribute: the attribute itself, or inside a tuple (an index).
+
+    Every array an op keeps is a plain ``np.ndarray``, so the type is compared
+    exactly; a tuple of shapes or axes is passed over without a Python loop.
+    """
+    if type(v) is _ndarray:
         return [v]
-    if isinstance(v, tuple):
-        return [a for a in v if isinstance(a, np.ndarray)]
+    if type(v) is tuple and _ndarray in map(type, v):
+        return [a for a in v if type(a) is _ndarray]
     return []
+
+
+_ndarray = np.ndarray
 
 
 class Function:
@@ -443,6 +452,8 @@ def _link(ctx: Context, tensors: Sequence, arrays: list, out) -> None:
                 roles.append(i)
         ctx.roles = tuple(roles)
         ctx.versions = tuple(versions)
+    else:
+        ctx.roles = ctx.versions = ()
 
 
 _weakref = weakref.ref
