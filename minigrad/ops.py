@@ -336,8 +336,9 @@ class MatMul(Function):
         sa, sb = ctx.shapes
         need_a, need_b = ctx.needs_input_grad
         if len(sa) == 2 and len(sb) == 2:
-            return _in_dtypes(ctx, g @ b.T if need_a else None,
-                              a.T @ g if need_b else None)
+            da = g @ b.T if need_a else None
+            db = a.T @ g if need_b else None
+            return (da, db) if ctx.dtypes is None else _in_dtypes(ctx, da, db)
         # Vectors become a row (A) or a column (B); dC gets the removed axes back.
         pa = (1,) + sa if len(sa) == 1 else sa
         pb = sb + (1,) if len(sb) == 1 else sb

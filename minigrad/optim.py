@@ -79,10 +79,12 @@ class Optimizer:
 
     def step(self) -> None:
         """Update every parameter that has a gradient (parameters without one are skipped)."""
-        name = type(self).__name__
-        live = [(i, p) for i, p in enumerate(self.params) if p.grad is not None]
-        for i, p in live:  # check everything before changing anything
-            _check_param(name, i, p, self.check_finite)
+        name, check_finite = type(self).__name__, self.check_finite
+        live = []
+        for i, p in enumerate(self.params):  # check everything before changing anything
+            if p.grad is not None:
+                _check_param(name, i, p, check_finite)
+                live.append((i, p))
         self.steps += 1
         for i, p in live:
             self._update(i, p)
@@ -99,11 +101,11 @@ class Optimizer:
 
 def _check_param(name: str, i: int, p: Tensor, check_finite: bool) -> None:
     """Raise if ``p``'s gradient could not be applied (or, if asked, would make ``p`` NaN or inf)."""
-    g = p.grad
-    if not isinstance(g, np.ndarray):
+    g, data = p.grad, p.data
+    if type(g) is not np.ndarray and not isinstance(g, np.ndarray):
         raise TypeError(f"{name}.step: parameter {i} (shape {p.shape}) has a grad of type "
                         f"{type(g).__name__}; expected a NumPy array")
-    if g.shape != p.shape:
+    if g.shape != data.shape:
         raise ValueError(f"{name}.step: parameter {i} has shape {p.shape} "
                          f"but its grad has shape {g.shape}")
     if g.dtype.kind not in "biuf":
@@ -114,7 +116,7 @@ def _check_param(name: str, i: int, p: Tensor, check_finite: bool) -> None:
         n_nan, n_inf = int(np.isnan(g).sum()), int(np.isinf(g).sum())
         raise ValueError(f"{name}.step: parameter {i} (shape {p.shape}) has a grad with "
                          f"{n_nan} NaN and {n_inf} inf; nothing was updated")
-    if not p.data.flags.writeable:
+    if not data.flags.writeable:
         raise ValueError(f"{name}.step: parameter {i} (shape {p.shape}) has read-only data; "
                          f"it cannot be updated in place")
 
