@@ -32,8 +32,8 @@ and at the end of every phase. Each sample holds:
                       but no node saved (as in PyTorch, the graph itself
                       keeps no output alive: a name in user code does)
   inputs              arrays made before the profiler started that an op of
-                      the step read (the input batch, constants), not counted
-                      above
+                      the step read or a node kept (the input batch,
+                      constants, the labels a loss keeps), not counted above
   temporaries         the rest: total minus everything above (intermediate
                       gradients, scratch arrays)
   ==================  ====================================================
@@ -282,10 +282,12 @@ class MemoryProfiler:
             return
         if event in ("forward", "reused"):
             node = output.grad_fn
+            arrays = [t.data for t in inputs]
             if node is not None:
                 self._nodes.add(node)
-            for t in inputs:  # an array from before tracing began (the batch): count it by size
-                o = _owner(t.data)
+                arrays += node.arrays()  # also what the op was given outside its inputs (the labels)
+            for a in arrays:  # an array from before tracing began (the batch): count it by size
+                o = _owner(a)
                 if o is not None and id(o) not in self._pre and \
                         tracemalloc.get_object_traceback(o) is None:
                     self._pre[id(o)] = (weakref.ref(o), o.nbytes)

@@ -63,19 +63,22 @@ def test_saved_activations_are_what_the_graph_saved_and_are_released_by_backward
     fwd = tl.at_end("forward").by_category
     # The first matmul saves the batch x (made before profiling: counted as the
     # activation it becomes); each ReLU saves its output, which the next matmul
-    # saves too (one buffer); the loss saves its logits and its row indices.
+    # saves too (one buffer); the loss saves its log-probabilities, its row
+    # indices and the labels (made before profiling too, like x).
     # The weights that the matmuls save are parameters, never activations.
     batch, width, hidden = 16, 32, 3
     expected = (batch * width * 8                # x, saved by the first matmul
                 + hidden * batch * width * 8     # relu outputs
-                + batch * 10 * 8                 # the logits, saved by the loss
-                + batch * 8)                     # the loss's row index (an int64 arange)
-    assert fwd["saved activations"] == expected
+                + batch * 10 * 8                 # the log-probabilities, saved by the loss
+                + batch * 8                      # the loss's row index (an int64 arange)
+                + batch * 8)                     # the labels y, which the loss keeps
+    assert y.dtype == np.int64 and fwd["saved activations"] == expected
     assert fwd["inputs"] == 0
     back = tl.at_end("backward").by_category
     assert back["saved activations"] == 0
-    # as in PyTorch, the graph keeps no output alive: only the loss, which profile_step holds
-    assert back["graph outputs"] == 8 and back["inputs"] == x.data.nbytes
+    # as in PyTorch, the graph keeps no output alive: only the loss, which profile_step holds;
+    # x and y, no longer saved, are the caller's inputs
+    assert back["graph outputs"] == 8 and back["inputs"] == x.data.nbytes + y.nbytes
     assert tl.at_end("free graph").by_category["graph outputs"] == 0
 
 
