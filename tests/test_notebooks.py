@@ -104,6 +104,12 @@ def test_records_no_run_timestamps(path):
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_keeps_each_stream_in_one_output(path):
+    split = [k for k, c in enumerate(load(path)["cells"]) if strip_notebooks.coalesce_streams(c)]
+    assert not split, f"cells {split} print into several outputs of one stream: run tools/strip_notebooks.py"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
 def test_is_small_enough_for_git(path):
     size = path.stat().st_size
     assert size <= MAX_NOTEBOOK_BYTES, \
@@ -164,6 +170,26 @@ def test_strip_removes_timings_only_and_is_idempotent(tmp_path):
     assert strip_notebooks.main(["--check", str(path)]) == 0
     strip_notebooks.main([str(path)])
     assert path.read_text() == once
+
+
+def test_strip_joins_a_stream_split_across_outputs_and_nothing_else(tmp_path):
+    def stream(name, text):
+        return {"output_type": "stream", "name": name, "text": text}
+
+    outputs = [stream("stdout", ["a\n", "b"]), stream("stdout", ["c\n"]), stream("stderr", ["w\n"]),
+               stream("stderr", "x\n"), {"output_type": "execute_result", "data": {"text/plain": ["1"]},
+                                          "metadata": {}, "execution_count": 1}, stream("stdout", ["d\n"])]
+    cell = {"cell_type": "code", "id": "a", "source": "1", "outputs": outputs, "execution_count": 1,
+            "metadata": {}}
+    path = tmp_path / "nb.ipynb"
+    path.write_text(strip_notebooks.dumps(_notebook([cell])))
+    assert strip_notebooks.main(["--check", str(path)]) == 1
+    strip_notebooks.main([str(path)])
+    got = json.loads(path.read_text())["cells"][0]["outputs"]
+    assert [(o["output_type"], o.get("name")) for o in got] == [
+        ("stream", "stdout"), ("stream", "stderr"), ("execute_result", None), ("stream", "stdout")]
+    assert got[0]["text"] == ["a\n", "bc\n"] and got[1]["text"] == ["w\n", "x\n"]
+    assert strip_notebooks.main(["--check", str(path)]) == 0
 
 
 def test_strip_leaves_a_clean_notebook_byte_for_byte(tmp_path):

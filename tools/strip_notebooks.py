@@ -7,10 +7,13 @@
 Jupyter's executors record when each cell started and finished in the cell's
 ``metadata.execution`` (and the execute-time extension in ``ExecuteTime``).
 Those timestamps change on every run and make every re-run a diff in git.
-This tool deletes them from every cell and leaves everything else as it was:
-the file is written back in nbformat's own layout (one-space indent, sorted
-keys), so a notebook without timestamps is left byte for byte unchanged.
-Running it twice is the same as running it once.
+This tool deletes them from every cell. A kernel also cuts a cell's printed
+text into stream outputs wherever its buffer happened to be flushed, which
+differs from run to run; the tool joins consecutive outputs of one stream
+(stdout or stderr) into one, as nbval does before it compares them.
+Everything else is left as it was: the file is written back in nbformat's own
+layout (one-space indent, sorted keys), so a notebook with nothing to change
+is left byte for byte unchanged. Running it twice is the same as running it once.
 """
 
 from __future__ import annotations
@@ -29,14 +32,42 @@ def dumps(nb: dict) -> str:
     return json.dumps(nb, indent=1, sort_keys=True, ensure_ascii=False) + "\n"
 
 
+def _text(output: dict) -> str:
+    text = output.get("text", "")
+    return text if isinstance(text, str) else "".join(text)
+
+
+def coalesce_streams(cell: dict) -> bool:
+    """Join consecutive outputs of the same stream in ``cell``, in place; True if any were joined."""
+    outputs = cell.get("outputs")
+    if not outputs:
+        return False
+    merged: list[dict] = []
+    for out in outputs:
+        prev = merged[-1] if merged else None
+        if (prev is not None and out.get("output_type") == "stream" and prev.get("output_type") == "stream"
+                and out.get("name") == prev.get("name")):
+            prev["text"] = (_text(prev) + _text(out)).splitlines(keepends=True)
+        else:
+            merged.append(out)
+    if len(merged) == len(outputs):
+        return False
+    cell["outputs"] = merged
+    return True
+
+
 def strip(nb: dict) -> int:
-    """Delete the timing metadata of every cell, in place; return how many cells had some."""
+    """Delete the timing metadata of every cell and join split streams, in place.
+
+    Returns how many cells changed.
+    """
     changed = 0
     for cell in nb.get("cells", []):
         meta = cell.get("metadata", {})
-        if any(key in meta for key in TIMING_KEYS):
-            for key in TIMING_KEYS:
-                meta.pop(key, None)
+        timed = any(key in meta for key in TIMING_KEYS)
+        for key in TIMING_KEYS:
+            meta.pop(key, None)
+        if coalesce_streams(cell) or timed:
             changed += 1
     return changed
 
@@ -68,8 +99,8 @@ def main(argv: list[str] | None = None) -> int:
         n = strip_file(path, check=args.check)
         if n:
             dirty.append(path)
-            verb = "carries" if args.check else "stripped"
-            print(f"{path}: {verb} timings in {n} cells")
+            verb = "carries timings or split streams" if args.check else "stripped timings or joined streams"
+            print(f"{path}: {verb} in {n} cells")
     if args.check:
         return 1 if dirty else 0
     print(f"strip_notebooks: {len(dirty)} of {len(paths)} notebooks changed")
