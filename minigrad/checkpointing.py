@@ -6,8 +6,16 @@
   ``fn`` with recording on, from the same inputs and the same random state, and
   backpropagates through the recomputed graph, which is freed right after.
   Parameters that ``fn`` uses (leaf tensors with ``requires_grad``) become
-  inputs of the node, so their gradients arrive like any other. This is
-  ``torch.utils.checkpoint.checkpoint(fn, *inputs, use_reentrant=False)``.
+  inputs of the node, so their gradients arrive like any other. It is modelled
+  on ``torch.utils.checkpoint.checkpoint(fn, *inputs, use_reentrant=False)``:
+  the same gradients, and the same random numbers replayed. It differs in four
+  ways. It records one node for ``fn``, where PyTorch records ``fn``'s own
+  graph and drops its saved tensors. It always recomputes all of ``fn``, where
+  PyTorch stops as soon as it has what backward needs. It refuses
+  ``create_graph=True`` through a checkpoint. And it refuses a parameter
+  changed in place since the first run, and by default recomputed values that
+  differ from it (``determinism_check="value"``), where PyTorch checks only
+  shapes and dtypes and goes on with the new values.
 * :func:`checkpoint_sequential` ``(layers, segments, x)`` cuts a chain of
   layers into segments and checkpoints each of them: a chain of ordinary
   checkpoint nodes, each freed as soon as its backward has run.
@@ -307,9 +315,12 @@ def checkpoint_sequential(layers, segments, x: Tensor, *, keep_last: bool = Fals
             recomputed), or a :class:`~minigrad.planner.Plan` (whose *stored*
             segments are recorded as usual and not recomputed).
         x: the input.
-        keep_last: run the last segment outside any checkpoint, as
-            ``torch.utils.checkpoint.checkpoint_sequential`` does: it is not
+        keep_last: run the last segment outside any checkpoint: it is not
             recomputed, and its activations are kept like any recorded op's.
+            ``torch.utils.checkpoint.checkpoint_sequential`` always does this
+            (it has no such option), and it cuts differently: k - 1 segments
+            of n // k layers, and the rest in the last one. minigrad cuts at
+            i * n // k, so with the same k it may recompute another layer.
         preserve_rng_state, determinism_check, policy: as for :func:`checkpoint`.
 
     Each recomputed segment is one ordinary :func:`checkpoint` node, so memory

@@ -355,9 +355,13 @@ def grad(output: Tensor, inputs: Tensor | Sequence[Tensor], grad_output: Any = N
     """
     single = isinstance(inputs, Tensor)
     inputs = (inputs,) if single else tuple(inputs)
-    for i, t in enumerate(inputs):
-        if not isinstance(t, Tensor) or not t.requires_grad:
-            raise ValueError(f"grad: input {i} must be a Tensor with requires_grad=True")
+    for i, t in enumerate(inputs):  # the error types are PyTorch's
+        if not isinstance(t, Tensor):
+            raise TypeError(f"grad: input {i} must be a Tensor with requires_grad=True, got a "
+                            f"{type(t).__name__}")
+        if not t.requires_grad:
+            raise RuntimeError(f"grad: input {i} (shape {t.shape}) does not require grad; only a Tensor "
+                               f"with requires_grad=True can be differentiated against")
     if retain_graph is None:
         retain_graph = create_graph
     found = _run_without_gc(output, grad_output, inputs, retain_graph, create_graph)

@@ -414,7 +414,11 @@ class LayerNorm(Module):
 
     ``gain`` (called ``weight``, as in PyTorch) starts at ones and ``bias`` at
     zeros, both of shape (features,). The normalisation is one op,
-    ``minigrad.ops.LayerNorm``, with its own VJP.
+    ``minigrad.ops.LayerNorm``, with its own VJP; it keeps what PyTorch's
+    fused layer keeps (the input, and a mean and 1/sigma per row). The gain is
+    applied afterwards by an ordinary multiply, which keeps the normalised
+    x_hat as well: one more array of the input's size than PyTorch's
+    ``nn.LayerNorm``, whose single node covers the gain and bias too.
     """
 
     def __init__(self, features: int, eps: float = 1e-5, dtype=None):
@@ -465,6 +469,12 @@ class BatchNorm1d(Module):
     counts the training calls. Recomputing the forward pass in training mode
     (``minigrad.checkpoint``) updates the running statistics a second time, as
     ``torch.utils.checkpoint`` does.
+
+    Memory: the normalisation op keeps what PyTorch's batch norm keeps (the
+    input, and a mean and 1/sigma per feature); the gain is an ordinary
+    multiply that keeps x_hat too, one more (N, num_features) array than
+    PyTorch's fused ``nn.BatchNorm1d``. Unlike PyTorch's, the module takes
+    only 2-D input.
     """
 
     def __init__(self, num_features: int, eps: float = 1e-5, momentum: float | None = 0.1,
@@ -524,10 +534,16 @@ def clip_grad_norm(parameters: Tensor | Iterable[Tensor], max_norm: float,
     Parameters whose ``.grad`` is None are skipped. Returns ``total``, the norm
     *before* clipping, as ``torch.nn.utils.clip_grad_norm_`` does. (PyTorch
     divides by total + 1e-6, so its clipped norm falls a hair short of max_norm.)
+    Where the squares overflow but the gradients are finite (entries near
+    1e200), the norm is computed with the largest entry factored out, so it is
+    finite and the gradients are clipped; PyTorch returns inf there and scales
+    every gradient to zero.
 
     A NaN or infinite norm cannot be clipped into anything useful: it raises
-    RuntimeError and leaves every gradient as it was (PyTorch's default is to
-    go on; pass ``error_if_nonfinite=False`` to get the norm back unchanged).
+    RuntimeError and leaves every gradient as it was. PyTorch's default is to
+    go on, multiplying every gradient by max_norm / inf, which turns them into
+    zeros and NaN. ``error_if_nonfinite=False`` does not do that: it returns
+    the norm and leaves every gradient unchanged.
     """
     params = [parameters] if isinstance(parameters, Tensor) else list(parameters)
     if isinstance(max_norm, bool) or not isinstance(max_norm, (int, float, np.number)):
