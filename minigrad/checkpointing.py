@@ -320,7 +320,8 @@ def checkpoint_sequential(layers, segments, x: Tensor, *, keep_last: bool = Fals
             ``torch.utils.checkpoint.checkpoint_sequential`` always does this
             (it has no such option), and it cuts differently: k - 1 segments
             of n // k layers, and the rest in the last one. minigrad cuts at
-            i * n // k, so with the same k it may recompute another layer.
+            i * n // k, so with ``keep_last`` it recomputes (k - 1) * n // k
+            layers where PyTorch recomputes (k - 1) * (n // k): up to k - 2 more.
         preserve_rng_state, determinism_check, policy: as for :func:`checkpoint`.
 
     Each recomputed segment is one ordinary :func:`checkpoint` node, so memory

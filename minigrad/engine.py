@@ -355,10 +355,10 @@ def grad(output: Tensor, inputs: Tensor | Sequence[Tensor], grad_output: Any = N
     """
     single = isinstance(inputs, Tensor)
     inputs = (inputs,) if single else tuple(inputs)
-    for i, t in enumerate(inputs):  # the error types are PyTorch's
+    for i, t in enumerate(inputs):  # RuntimeError in both cases, as torch.autograd.grad raises
         if not isinstance(t, Tensor):
-            raise TypeError(f"grad: input {i} must be a Tensor with requires_grad=True, got a "
-                            f"{type(t).__name__}")
+            raise RuntimeError(f"grad: input {i} must be a Tensor with requires_grad=True, got a "
+                               f"{type(t).__name__}")
         if not t.requires_grad:
             raise RuntimeError(f"grad: input {i} (shape {t.shape}) does not require grad; only a Tensor "
                                f"with requires_grad=True can be differentiated against")

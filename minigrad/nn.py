@@ -539,11 +539,12 @@ def clip_grad_norm(parameters: Tensor | Iterable[Tensor], max_norm: float,
     finite and the gradients are clipped; PyTorch returns inf there and scales
     every gradient to zero.
 
-    A NaN or infinite norm cannot be clipped into anything useful: it raises
-    RuntimeError and leaves every gradient as it was. PyTorch's default is to
-    go on, multiplying every gradient by max_norm / inf, which turns them into
-    zeros and NaN. ``error_if_nonfinite=False`` does not do that: it returns
-    the norm and leaves every gradient unchanged.
+    A NaN or infinite norm cannot be clipped into anything useful: by default it
+    raises RuntimeError and leaves every gradient as it was. PyTorch's default
+    (its ``error_if_nonfinite=False``) goes on and multiplies every gradient by
+    max_norm / total, which turns them into zeros and NaN; minigrad's
+    ``error_if_nonfinite=False`` returns the norm and leaves every gradient
+    unchanged.
     """
     params = [parameters] if isinstance(parameters, Tensor) else list(parameters)
     if isinstance(max_norm, bool) or not isinstance(max_norm, (int, float, np.number)):

@@ -188,8 +188,8 @@ def _stale_after_step(lib):
         else:
             w = torch.tensor(W, requires_grad=True)
             opt = torch.optim.SGD([w], lr=0.1)
-        h = (w * w).sum()
-        g = (w * 3.0).sum() * h             # the second mul saves w itself
+        h = (w * w).sum()                    # this mul saves w itself
+        g = (w * 3.0).sum() * h             # and g's graph goes through h
         h.backward(retain_graph=True)
         opt.step()
         g.backward()
