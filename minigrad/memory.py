@@ -71,6 +71,7 @@ import numpy as np
 
 from .function import no_grad
 from .hooks import op_hook
+from .inspect import _owner as _buffer_owner
 from .tensor import Tensor
 
 __all__ = ["DOMAIN", "CATEGORIES", "MemoryProfiler", "Sample", "Timeline", "numpy_traced_bytes",
@@ -94,12 +95,16 @@ def numpy_traced_bytes() -> int:
 
 
 def _owner(a) -> np.ndarray | None:
-    """The array that owns the memory of ``a`` (itself unless ``a`` is a view)."""
+    """The array whose memory NumPy allocated and ``a`` uses (``a`` itself unless it is a view).
+
+    None for anything else: not an array, or memory NumPy did not allocate (an
+    array over a ``bytes`` object), which tracemalloc never sees. The walk over
+    ``.base`` is the one ``saved_memory`` uses (``minigrad.inspect``).
+    """
     if not isinstance(a, np.ndarray):
         return None
-    while isinstance(a.base, np.ndarray):
-        a = a.base
-    return a if a.base is None else None
+    o = _buffer_owner(a)
+    return o if o.base is None else None
 
 
 @dataclass
