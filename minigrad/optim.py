@@ -125,10 +125,10 @@ class SGD(Optimizer):
     """p -= lr * v, with v = momentum * v + (grad + weight_decay * p) (PyTorch's form).
 
     On a parameter's first step v = grad (no dampening). With momentum 0 no
-    buffer is kept.
+    buffer is kept. The defaults are PyTorch's (lr 1e-3, no momentum, no decay).
     """
 
-    def __init__(self, params, lr: float = 0.01, momentum: float = 0.0, weight_decay: float = 0.0,
+    def __init__(self, params, lr: float = 1e-3, momentum: float = 0.0, weight_decay: float = 0.0,
                  check_finite: bool = False):
         super().__init__(params, lr, check_finite)
         self.momentum = _check_hyper("SGD", "momentum", momentum, 0.0, 1.0)

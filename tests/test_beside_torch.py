@@ -241,3 +241,14 @@ def test_ops_that_keep_their_output_keep_it_in_both(name):
         yt = torch_op(xt * 1.0, None)
     theirs = [t.untyped_storage().data_ptr() == yt.untyped_storage().data_ptr() for t in saved]
     assert mine == theirs == [True], (name, mine, theirs)
+
+
+@pytest.mark.parametrize("name, keys", [("SGD", ("lr", "momentum", "weight_decay")),
+                                        ("Adam", ("lr", "betas", "eps", "weight_decay"))])
+def test_optimizer_defaults_are_pytorchs(name, keys):
+    import inspect
+
+    ours = inspect.signature(getattr(mg.optim, name).__init__).parameters
+    theirs = inspect.signature(getattr(torch.optim, name).__init__).parameters
+    for key in keys:
+        assert ours[key].default == theirs[key].default, (name, key, ours[key].default, theirs[key].default)
