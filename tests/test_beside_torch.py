@@ -252,3 +252,88 @@ def test_optimizer_defaults_are_pytorchs(name, keys):
     theirs = inspect.signature(getattr(torch.optim, name).__init__).parameters
     for key in keys:
         assert ours[key].default == theirs[key].default, (name, key, ours[key].default, theirs[key].default)
+
+
+# ----------------------------------------------------- where minigrad differs, as documented
+
+def _module_bytes(mg_module, torch_module, exclude_torch):
+    """Bytes each framework keeps beyond the parameters, for module(x + 0.0) (add keeps nothing)."""
+    xm, xt = _pair(X)
+    out = mg_module(xm + 0.0)
+    params = {id(p.data) for p in mg_module.parameters()}
+    seen = {}
+    for node in mg.topological_order(out):
+        for a in node.arrays():
+            if id(a) not in params:
+                seen[id(a)] = a.nbytes
+    skip = {t.untyped_storage().data_ptr() for t in exclude_torch}
+    kept = {}
+
+    def pack(t):
+        if t.untyped_storage().data_ptr() not in skip:
+            kept[t.untyped_storage().data_ptr()] = t.untyped_storage().nbytes()
+        return t
+
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+        torch_module(xt + 0.0)
+    return sum(seen.values()), sum(kept.values())
+
+
+def test_the_normalisation_modules_keep_x_hat_beside_what_pytorch_keeps():
+    # the docstrings of nn.LayerNorm and nn.BatchNorm1d: one more array of the input's size
+    D = X.shape[1]
+    tln = torch.nn.LayerNorm(D, dtype=torch.float64)
+    mine, theirs = _module_bytes(mg.nn.LayerNorm(D), tln, list(tln.parameters()))
+    assert mine - theirs == X.nbytes, (mine, theirs)
+    tbn = torch.nn.BatchNorm1d(D, dtype=torch.float64)
+    mine, theirs = _module_bytes(mg.nn.BatchNorm1d(D), tbn, list(tbn.parameters()) + list(tbn.buffers()))
+    assert mine - theirs == X.nbytes, (mine, theirs)
+
+
+def test_clip_grad_norm_where_it_differs_from_pytorch():
+    # squares that overflow, gradients that are finite: minigrad clips, PyTorch zeroes them
+    pm, pt = _pair([1e200, 1e200])
+    pm.grad, pt.grad = np.array([1e200, 1e200]), torch.tensor([1e200, 1e200], dtype=torch.float64)
+    mine = mg.nn.clip_grad_norm([pm], 1.0)
+    theirs = float(torch.nn.utils.clip_grad_norm_([pt], 1.0))
+    assert np.isclose(mine, np.sqrt(2) * 1e200) and np.isclose(np.linalg.norm(pm.grad), 1.0)
+    assert np.isinf(theirs) and (pt.grad == 0).all()
+    # a non-finite norm with error_if_nonfinite=False: minigrad leaves the gradients, PyTorch does not
+    pm, pt = _pair([1.0, 2.0])
+    pm.grad, pt.grad = np.array([np.inf, 1.0]), torch.tensor([np.inf, 1.0], dtype=torch.float64)
+    assert np.isinf(mg.nn.clip_grad_norm([pm], 1.0, error_if_nonfinite=False))
+    assert np.isinf(float(torch.nn.utils.clip_grad_norm_([pt], 1.0, error_if_nonfinite=False)))
+    assert pm.grad.tolist() == [np.inf, 1.0] and not torch.isfinite(pt.grad).all()
+    with pytest.raises(RuntimeError, match="clip_grad_norm"):
+        mg.nn.clip_grad_norm([pm], 1.0)          # minigrad's default refuses
+
+
+def test_grad_raises_runtime_error_for_a_bad_input_in_both():
+    xm, xt = _pair([1.0])
+    for bad_m, bad_t in (([1.0], [1.0]), (Tensor([1.0]), torch.tensor([1.0], dtype=torch.float64))):
+        with pytest.raises(RuntimeError):
+            mg.grad((xm * 2.0).sum(), [bad_m])
+        with pytest.raises(RuntimeError):
+            torch.autograd.grad((xt * 2.0).sum(), [bad_t])
+
+
+def test_keep_last_recomputes_up_to_k_minus_2_layers_more_than_pytorch():
+    # checkpoint_sequential's docstring: minigrad cuts at i * n // k, PyTorch makes k - 1 segments of n // k
+    from torch.utils.checkpoint import checkpoint_sequential as torch_checkpoint_sequential
+
+    n, k = 10, 4
+    weights = [np.random.default_rng(i).standard_normal((3, 3)) * 0.5 for i in range(n)]
+    calls = {"minigrad": 0, "torch": 0}
+
+    def layer(lib, w):
+        def f(h):
+            calls[lib] += 1
+            return (h @ w).tanh()
+        return f
+
+    xm, xt = _pair(X[:2, :3])
+    mg.checkpoint_sequential([layer("minigrad", Tensor(w, requires_grad=True)) for w in weights], k, xm,
+                             keep_last=True).sum().backward()
+    torch_checkpoint_sequential([layer("torch", torch.tensor(w, requires_grad=True)) for w in weights], k, xt,
+                                use_reentrant=False).sum().backward()
+    assert calls == {"minigrad": n + (k - 1) * n // k, "torch": n + (k - 1) * (n // k)}, calls
