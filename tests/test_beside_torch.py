@@ -19,12 +19,17 @@ X = RNG.standard_normal((5, 4))
 W = RNG.standard_normal((4, 3))
 
 
-def _torch_saved_bytes(run):
-    """Bytes of the distinct storages PyTorch saves for backward while ``run()`` records."""
+def _torch_saved_bytes(run, exclude=()):
+    """Bytes of the distinct storages PyTorch saves for backward while ``run()`` records.
+
+    Storages of the tensors in ``exclude`` (parameters, buffers) are left out.
+    """
+    skip = {t.untyped_storage().data_ptr() for t in exclude}
     seen = {}
 
     def pack(t):
-        seen[t.untyped_storage().data_ptr()] = t.untyped_storage().nbytes()
+        if t.untyped_storage().data_ptr() not in skip:
+            seen[t.untyped_storage().data_ptr()] = t.untyped_storage().nbytes()
         return t
 
     with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
@@ -32,12 +37,14 @@ def _torch_saved_bytes(run):
     return sum(seen.values())
 
 
-def _mg_saved_bytes(root):
-    """Bytes of the distinct arrays the nodes of ``root``'s graph keep for backward."""
+def _mg_saved_bytes(root, exclude=()):
+    """Bytes of the distinct arrays the nodes of ``root``'s graph keep, those of ``exclude`` left out."""
+    skip = {id(t.data) for t in exclude}
     seen = {}
     for node in mg.topological_order(root):
         for a in node.arrays():
-            seen[id(a)] = a.nbytes
+            if id(a) not in skip:
+                seen[id(a)] = a.nbytes
     return sum(seen.values())
 
 
@@ -259,24 +266,8 @@ def test_optimizer_defaults_are_pytorchs(name, keys):
 def _module_bytes(mg_module, torch_module, exclude_torch):
     """Bytes each framework keeps beyond the parameters, for module(x + 0.0) (add keeps nothing)."""
     xm, xt = _pair(X)
-    out = mg_module(xm + 0.0)
-    params = {id(p.data) for p in mg_module.parameters()}
-    seen = {}
-    for node in mg.topological_order(out):
-        for a in node.arrays():
-            if id(a) not in params:
-                seen[id(a)] = a.nbytes
-    skip = {t.untyped_storage().data_ptr() for t in exclude_torch}
-    kept = {}
-
-    def pack(t):
-        if t.untyped_storage().data_ptr() not in skip:
-            kept[t.untyped_storage().data_ptr()] = t.untyped_storage().nbytes()
-        return t
-
-    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
-        torch_module(xt + 0.0)
-    return sum(seen.values()), sum(kept.values())
+    mine = _mg_saved_bytes(mg_module(xm + 0.0), exclude=mg_module.parameters())
+    return mine, _torch_saved_bytes(lambda: torch_module(xt + 0.0), exclude=exclude_torch)
 
 
 def test_the_normalisation_modules_keep_x_hat_beside_what_pytorch_keeps():
