@@ -1,58 +1,85 @@
 """How an op records itself in the graph of backward nodes.
 
-Every op is a subclass of :class:`Function` with two static methods that sit
-side by side in ``ops.py``:
+Every op is a subclass of :class:`Function` (see ``ops.py``) that carries, side
+by side, everything the package knows about it, as one entry of PyTorch's
+``derivatives.yaml`` does:
 
-* ``forward(ctx, *arrays, **attrs) -> array`` computes the output from raw
-  NumPy arrays and keeps on ``ctx`` (``ctx.save_for_backward``) what the
-  backward pass will need, and only that: ``ctx.needs_input_grad`` says which
-  inputs need a gradient;
+* ``forward(ctx, *arrays, **attrs) -> array`` computes the output from NumPy
+  arrays and keeps on ``ctx`` (``ctx.save_for_backward``) what the backward
+  pass will need, and only that: ``ctx.needs_input_grad`` says which inputs
+  need a gradient;
 * ``backward(ctx, g) -> tuple`` is the vector-Jacobian product (VJP): given
-  ``g = dL/d(output)`` it returns ``dL/d(input)`` for each input (or ``None``).
+  ``g = dL/d(output)`` it returns ``dL/d(input)`` for each input (or ``None``);
+* ``jvp(dots, args, out, **attrs) -> array`` is the forward-mode rule: the
+  output's tangent from the inputs' tangents (see ``minigrad.forward``);
+* facts other code asks about: ``elementwise`` (out[i] depends on in[i] only,
+  so graph passes may fuse it), ``view`` (the output shares memory with input 0:
+  ``True``, or ``"maybe"`` when that depends on the arguments).
 
 ``Function.apply`` runs ``forward`` and, when some input requires grad and
 recording is on, makes ``ctx`` a node of the graph: the output's ``grad_fn``.
-The node keeps what the op saved and one edge per input (``ctx.parents``): the
-input's own node, the :class:`AccumulateGrad` of a leaf that requires grad, or
-``None``. It does not keep the input or output tensors themselves, as PyTorch's
-nodes do not. The node is all the engine ever sees of an op, so the engine
-never needs to know an op by name. Grad mode, anomaly mode and hooks are kept
-per thread.
+It takes four steps: read the inputs' arrays, run ``forward``, wrap the output,
+and link the node (one edge per input, one :class:`SavedValue` per saved
+value). Hooks, anomaly mode and selective recomputation are off almost always;
+when one is on, ``apply`` takes their own path (``_apply_observed``), which
+adds them around the same four steps. The node keeps what the op saved and its
+edges, never the input or output tensors themselves, as PyTorch's nodes do. The
+engine sees nothing of an op but its node, so it never knows an op by name.
+Grad mode, anomaly mode and hooks are kept per thread.
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
+import inspect as _pyinspect
 import os
 import threading
 import traceback
 import weakref
-from collections.abc import Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
-__all__ = ["AnomalyError", "AccumulateGrad", "Context", "Function", "gradient_edge", "no_grad", "enable_grad",
-           "is_grad_enabled", "detect_anomaly", "is_anomaly_enabled"]
+__all__ = ["AnomalyError", "AccumulateGrad", "Context", "Function", "SavedValue", "gradient_edge",
+           "no_grad", "enable_grad", "set_grad_enabled", "is_grad_enabled", "detect_anomaly",
+           "is_anomaly_enabled"]
 
 
 class _State(threading.local):
-    """Grad mode, anomaly mode and hooks: one set per thread, as PyTorch's grad mode is."""
+    """Grad mode and the switches that send ops down the observed path, per thread.
+
+    ``observed`` is true while any of hooks, anomaly mode or a selective
+    recomputation is on: the one flag ``Function.apply`` reads for all three.
+    Setting any of the three updates it.
+    """
 
     def __init__(self) -> None:
         self.grad_enabled = True
-        self.anomaly = False
-        self.hooks: tuple = ()  # callables(event, fn, inputs, output, attrs): see minigrad.hooks
-        self.reuse = None       # an iterator of kept outputs, during a selective recomputation
+        self._anomaly = False
+        self._hooks: tuple = ()  # callables(event, fn, inputs, output, attrs): see minigrad.hooks
+        self._reuse = None       # an iterator of kept outputs, during a selective recomputation
+        self.observed = False
+
+    def _switch(name: str):  # noqa: N805 (a property factory, run in the class body)
+        def get(self):
+            return getattr(self, name)
+
+        def set_(self, value):
+            setattr(self, name, value)
+            self.observed = bool(self._anomaly or self._hooks or self._reuse is not None)
+        return property(get, set_)
+
+    anomaly = _switch("_anomaly")
+    hooks = _switch("_hooks")
+    reuse = _switch("_reuse")
+    del _switch
 
 
 _state = _State()
 
-# Function.apply makes Tensors and tensor.py is loaded after this module: minigrad/__init__.py,
-# the one place where the core's import cycle is broken, sets these three.
-Tensor: Any = None
-as_tensor: Any = None
-_make_tensor: Any = None  # Tensor._make
+
+# ------------------------------------------------------------------ grad mode
 
 
 def is_grad_enabled() -> bool:
@@ -60,10 +87,14 @@ def is_grad_enabled() -> bool:
 
 
 class _GradMode(contextlib.ContextDecorator):
-    """Context manager (and decorator) that switches recording on or off."""
+    """Context manager (and decorator) that switches recording on or off.
+
+    As a decorator of a generator function it holds the mode inside the
+    generator's body, between its ``yield``s too, as PyTorch's does.
+    """
 
     def __init__(self, enabled: bool):
-        self.enabled = enabled
+        self.enabled = bool(enabled)
         self._prev: list[bool] = []
 
     def __enter__(self):
@@ -74,6 +105,35 @@ class _GradMode(contextlib.ContextDecorator):
     def __exit__(self, *exc):
         _state.grad_enabled = self._prev.pop()
         return False
+
+    def __call__(self, fn):
+        if not _pyinspect.isgeneratorfunction(fn):
+            return super().__call__(fn)
+        enabled = self.enabled
+
+        @functools.wraps(fn)
+        def generator(*args, **kwargs):
+            gen = fn(*args, **kwargs)
+            sent = None
+            while True:  # the mode holds while the body runs, and is undone at each yield
+                with _GradMode(enabled):
+                    try:
+                        value = gen.send(sent)
+                    except StopIteration as stop:
+                        return stop.value
+                try:
+                    sent = yield value
+                except GeneratorExit:
+                    gen.close()
+                    raise
+                except BaseException as e:  # thrown in: deliver it inside the mode
+                    with _GradMode(enabled):
+                        try:
+                            value = gen.throw(e)
+                        except StopIteration as stop:
+                            return stop.value
+                    sent = yield value
+        return generator
 
 
 def no_grad() -> _GradMode:
@@ -88,6 +148,36 @@ def no_grad() -> _GradMode:
 def enable_grad() -> _GradMode:
     """Turn recording back on inside a ``no_grad`` block."""
     return _GradMode(True)
+
+
+def set_grad_enabled(mode: bool) -> _GradMode:
+    """Recording on (``True``) or off (``False``), as ``torch.set_grad_enabled``.
+
+    Called as a function it switches the mode at once (and returns a context
+    manager that would switch it back on exit); ``with set_grad_enabled(m):``
+    holds it for a block.
+    """
+    if not isinstance(mode, (bool, np.bool_)):
+        raise TypeError(f"set_grad_enabled: mode must be a bool, got {type(mode).__name__} {mode!r}")
+    ctx = _GradMode(bool(mode))
+    ctx.__enter__()  # in effect at once, as in PyTorch; __exit__ restores the previous mode
+    return _Entered(ctx)
+
+
+class _Entered(contextlib.ContextDecorator):
+    """A grad mode already entered: ``with`` only undoes it on exit."""
+
+    def __init__(self, mode: _GradMode):
+        self._mode = mode
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return self._mode.__exit__(*exc)
+
+
+# ------------------------------------------------------------------ anomaly mode
 
 
 def is_anomaly_enabled() -> bool:
@@ -130,9 +220,89 @@ def _user_frame() -> str:
     return _format_frame(_user_frame_summary())
 
 
+class AnomalyError(RuntimeError):
+    """Raised inside ``detect_anomaly()`` at the first NaN or inf.
+
+    Besides the message it carries ``op`` (the op's name), ``phase``
+    ("forward" or "backward") and ``frame`` (a ``traceback.FrameSummary`` of the
+    user's line that called the op, or None), for programs that report it.
+    """
+
+    def __init__(self, message: str, op: str = "", phase: str = "",
+                 frame: traceback.FrameSummary | None = None):
+        super().__init__(message)
+        self.op, self.phase, self.frame = op, phase, frame
+
+
+def _describe_nonfinite(a: np.ndarray) -> str:
+    n_nan = int(np.isnan(a).sum())
+    n_inf = int(np.isinf(a).sum())
+    parts = [f"{n_nan} NaN" if n_nan else "", f"{n_inf} inf" if n_inf else ""]
+    return " and ".join(p for p in parts if p)
+
+
+def _check_forward(name: str, data: np.ndarray) -> None:
+    if not np.all(np.isfinite(data)):
+        frame = _user_frame_summary()
+        raise AnomalyError(
+            f"detect_anomaly: the forward pass of '{name}' produced "
+            f"{_describe_nonfinite(data)} in its output of shape {data.shape}.\n"
+            f"The op was called at {_format_frame(frame)}",
+            op=name, phase="forward", frame=frame)
+
+
+# ------------------------------------------------------------------ the graph
+
+
 def _dead() -> None:
     """A reference that leads nowhere: a value that no longer exists as a tensor."""
     return None
+
+
+class SavedValue(NamedTuple):
+    """One value a node keeps for backward, as PyTorch's ``SavedVariable``.
+
+    ``value`` is what the op saved (usually an array); ``which`` says what it
+    is: the index of the input it is, ``-1`` for the op's output, or ``None``
+    for a value the op made itself. A value that is an input's or the output's
+    data also keeps that tensor's version ``counter`` and the ``version`` it had
+    when saved, so that an in-place change before backward is caught.
+    """
+
+    value: Any
+    which: int | None = None
+    counter: list | None = None
+    version: int = 0
+
+    @property
+    def stale(self) -> bool:
+        """True when the tensor it came from was changed in place after it was saved."""
+        return self.counter is not None and self.counter[0] != self.version
+
+
+def _saved_records(values: tuple, arrays: list, tensors: tuple, out) -> tuple:
+    """One SavedValue per saved value, each told which input (or the output) it is."""
+    out_data = out.data
+    records = []
+    for v in values:
+        if v is None:
+            records.append(_SAVED_NONE)
+        elif v is out_data:
+            records.append(_record((v, -1, out._vc, out._vc[0])))
+        else:
+            for i, a in enumerate(arrays):
+                if v is a:
+                    t = tensors[i]  # a number or array given as an input has no version counter
+                    c = t._vc if isinstance(t, Tensor) else None
+                    records.append(_record((v, i, c, 0 if c is None else c[0])))
+                    break
+            else:
+                records.append(_record((v, None, None, 0)))
+    return tuple(records)
+
+
+_SAVED_NONE = SavedValue(None)
+_record = functools.partial(tuple.__new__, SavedValue)  # SavedValue(*fields), without the checks
 
 
 class Context:
@@ -144,40 +314,51 @@ class Context:
 
     Fields:
         fn: the Function subclass that made the output (``fn.name`` is the op's name).
-        saved: the arrays kept by ``save_for_backward``; ``None`` once released.
+        saved: the values kept by ``save_for_backward``, in order; ``None`` once released.
+            Each is described by one :class:`SavedValue` in ``saved_values``.
         needs_input_grad: one bool per input, so an op saves, and its VJP computes,
             only what some input needs.
         parents: the graph's edges, one per input in operand order: the input's own
             node (its ``grad_fn``, or the :class:`AccumulateGrad` of a leaf that
             requires grad), or ``None`` for an input that needs no gradient.
             PyTorch calls these ``next_functions``.
-        versions: for each saved array that is an input's (or the output's) data,
-            ``(version counter, version at save time, which)``, to catch an in-place
-            change before backward reads it.
-        roles: for each saved value, the index of the input it is, -1 for the
-            output, or None for an array the op made.
+        out_shape: the output's shape (its gradient must have it).
     Ops may also put small attributes on the node (an axis, a shape, an index).
     """
 
     # The fixed fields live in slots (one node is made per op call); an op's own
     # attributes go to __dict__, so ``vars(ctx)`` holds exactly those.
-    # ``roles``: per saved value, the input index, -1 (the output) or None (an array the op made).
-    __slots__ = ("fn", "saved", "needs_input_grad", "parents", "_inputs", "out_shape", "_out",
-                 "roles", "versions", "__dict__", "__weakref__")
+    __slots__ = ("fn", "saved_values", "needs_input_grad", "parents", "out_shape", "_refs",
+                 "_out", "__dict__", "__weakref__")
     # Rarely set, so class-level defaults: an instance sets them (in __dict__) only when needed.
     _retain = False               # the output asked for retain_grad()
+    _hooks: tuple = ()            # the output's register_hook callables
     _freed_by: str | None = None  # why the saved values were freed, if an error did it
+    _kept_nothing = False         # released, but it had nothing to free: it may run again
     created_at: str | None = None  # 'file:line in fn' (anomaly mode only)
     created_frame = None
 
     def __init__(self, fn: type[Function], needs_input_grad: tuple[bool, ...]):
-        # Only what forward reads (and empty roles and versions) is set here; a recorded
-        # node gets the rest in _link (an op call that records nothing never needs it).
         self.fn = fn
-        self.saved: tuple | None = ()
+        self.saved_values: tuple | None = ()
         self.needs_input_grad = needs_input_grad
-        self.roles = self.versions = ()
 
+    # -- what forward and backward use
+    def save_for_backward(self, *values: Any) -> None:
+        """Keep these values until backward has used them (``None`` entries keep nothing)."""
+        self.saved_values = values  # plain values until the node is linked, then SavedValues
+
+    @property
+    def saved(self) -> tuple | None:
+        """The saved values, in the order they were saved (None once released)."""
+        recs = self.saved_values
+        if recs is None:
+            return None
+        if recs and type(recs[-1]) is not SavedValue:
+            return recs  # inside forward, before the node is linked
+        return tuple([r.value for r in recs])
+
+    # -- what readers of the graph use
     @property
     def name(self) -> str:
         return self.fn.name
@@ -199,46 +380,98 @@ class Context:
         An input with an edge is found through it (a leaf's accumulator holds the
         leaf; an op's node knows its output weakly); a constant, by a weak reference.
         """
+        refs = self._refs
         out = []
-        for p, r in zip(self.parents, self._inputs):
-            out.append(r() if p is None else p.output)
+        for i, p in enumerate(self.parents):
+            if p is not None:
+                out.append(p.output)
+            else:
+                r = refs[i] if refs else None
+                out.append(r() if r is not None else None)
         return tuple(out)
-
-    def save_for_backward(self, *values: Any) -> None:
-        """Keep these arrays until backward has used them (``None`` entries keep nothing)."""
-        self.saved = values
 
     @property
     def released(self) -> bool:
-        return self.saved is None
+        return self.saved_values is None
 
     def arrays(self) -> list[np.ndarray]:
         """Every array this node keeps for backward: saved values and array attributes.
 
-        The one list that release, ``saved_nbytes``, ``minigrad.inspect`` and the
-        memory profiler all read.
+        The one list that ``saved_nbytes``, ``minigrad.inspect`` and the memory
+        profiler all read.
         """
-        out = [v for v in (self.saved or ()) if isinstance(v, np.ndarray)]
+        out = []
+        for v in self.saved or ():
+            out += _arrays(v)
         for v in vars(self).values():
             out += _arrays(v)
         return out
 
     def saved_nbytes(self) -> int:
         """Bytes held by the arrays of this node (each array once)."""
-        seen: dict[int, int] = {}
-        for a in self.arrays():
-            seen[id(a)] = a.nbytes
-        return sum(seen.values())
+        return sum({id(a): a.nbytes for a in self.arrays()}.values())
+
+    # -- what the engine and in-place ops do to a node
+    def check_saved(self) -> None:
+        """Raise if the saved values were freed, or changed in place since they were saved."""
+        recs = self.saved_values
+        if recs is None:
+            if self._kept_nothing:
+                return
+            why = (f"an earlier backward pass that stopped with an error ({self._freed_by})"
+                   if self._freed_by else "an earlier backward pass")
+            raise RuntimeError(
+                f"backward: trying to go through the graph a second time: the values "
+                f"'{self.name}' saved for backward were already freed by {why}. Pass "
+                f"retain_graph=True to the first backward() if you need to call it twice, or run "
+                f"the forward pass again.")
+        for r in recs:
+            if r.counter is not None and r.counter[0] != r.version:
+                what = "its output" if r.which == -1 else f"its input {r.which}"
+                raise RuntimeError(
+                    f"backward: a value that '{self.name}' saved for backward was modified in "
+                    f"place: {what} (shape {r.value.shape}) is at version {r.counter[0]}, but "
+                    f"version {r.version} was saved. Don't change it in place before backward, "
+                    f"or operate on a copy (clone()).")
 
     def release(self, reason: str | None = None) -> None:
-        """Drop everything kept for backward; a later backward then fails clearly."""
-        self.saved = None
+        """Drop everything kept for backward; a later backward then fails clearly.
+
+        A node that kept nothing has nothing to lose: a later backward may run it
+        again, as in PyTorch (``c = b + 1`` can be differentiated twice).
+        """
+        kept = bool(self.saved_values)
+        self.saved_values = None
         attrs = self.__dict__
-        if reason is not None:
-            attrs["_freed_by"] = reason
         for k, v in attrs.items():
-            if (type(v) is np.ndarray or type(v) is tuple) and _arrays(v):
+            t = type(v)
+            if t is _ndarray or (t is tuple and _ndarray in map(type, v)):
                 attrs[k] = None  # a new value for an existing key: safe while iterating
+                kept = True
+        if not kept:
+            attrs["_kept_nothing"] = True
+        elif reason is not None:
+            attrs["_freed_by"] = reason
+
+    def forget_input(self, i: int) -> None:
+        """Input ``i``'s numbers are about to be overwritten in place: keep a copy of them
+        if they were saved, and let no reference lead back to the old tensor."""
+        recs = self.saved_values
+        if recs:
+            self.saved_values = tuple(
+                SavedValue(r.value.copy()) if r.which == i else r for r in recs)
+        refs = list(self._refs or (None,) * len(self.parents))
+        refs[i] = _dead
+        self._refs = tuple(refs)
+
+    def rebase(self, tensor, previous: Context | None) -> None:
+        """Make this node the history of ``tensor``, which an in-place op changed;
+        ``previous`` (its old node, if any) no longer has an output."""
+        if previous is not None:
+            previous._out = _dead
+            if previous._retain:
+                self._retain = True
+        self._out = weakref.ref(tensor)
 
     def __repr__(self) -> str:
         return f"<{self.fn.__name__}Backward>"
@@ -264,10 +497,11 @@ class AccumulateGrad:
     name = _AccumulateGradFn.name
     parents: tuple = ()
     saved: tuple = ()
-    versions: tuple = ()
+    saved_values: tuple = ()
     needs_input_grad: tuple = ()
     released = False
     _retain = False
+    _hooks: tuple = ()
     _freed_by = None
 
     def __init__(self, variable):
@@ -288,6 +522,9 @@ class AccumulateGrad:
     @property
     def inputs(self) -> tuple:
         return ()
+
+    def check_saved(self) -> None:
+        pass
 
     def arrays(self) -> list:
         return []
@@ -314,12 +551,11 @@ def gradient_edge(t) -> Context | AccumulateGrad | None:
     return acc
 
 
-def _arrays(v: Any) -> list[np.ndarray]:
-    """The arrays in a node attribute: the attribute itself, or inside a tuple (an index).
+_ndarray = np.ndarray
 
-    Every array an op keeps is a plain ``np.ndarray``, so the type is compared
-    exactly; a tuple of shapes or axes is passed over without a Python loop.
-    """
+
+def _arrays(v: Any) -> list[np.ndarray]:
+    """The arrays in a saved value or node attribute: the value itself, or inside a tuple (an index)."""
     if type(v) is _ndarray:
         return [v]
     if type(v) is tuple and _ndarray in map(type, v):
@@ -327,15 +563,15 @@ def _arrays(v: Any) -> list[np.ndarray]:
     return []
 
 
-_ndarray = np.ndarray
+# ------------------------------------------------------------------ Function
 
 
 class Function:
-    """Base class of every op. Subclasses set ``name`` and define forward/backward."""
+    """Base class of every op: see the module docstring for what a subclass defines."""
 
     name = ""
-    is_view = False       # True when the output always shares memory with input 0
-    may_be_view = False   # True when it sometimes does (basic vs advanced indexing)
+    view: bool | str = False   # True: the output shares input 0's memory; "maybe": sometimes
+    elementwise = False        # out[i] depends on in[i] only (with broadcasting)
 
     @staticmethod
     def forward(ctx: Context, *arrays: np.ndarray, **attrs: Any) -> np.ndarray:
@@ -344,6 +580,8 @@ class Function:
     @staticmethod
     def backward(ctx: Context, g: Any) -> tuple:
         raise NotImplementedError
+
+    # jvp(dots, args, out, **attrs) -> tangent: defined by ops that support forward mode.
 
     @classmethod
     def forward_kept(cls, ctx: Context, out: np.ndarray, *arrays: np.ndarray, **attrs: Any) -> np.ndarray:
@@ -357,142 +595,155 @@ class Function:
 
     @classmethod
     def apply(cls, *inputs: Any, **attrs: Any):
-        # Every op call passes through here, so it is written for speed: plain
-        # loops, locals, no generator expressions, the common case first.
-        arrays, needs = [], []
-        for t in inputs:
-            if type(t) is not Tensor and not isinstance(t, Tensor):
-                # numbers and arrays become constant leaves
-                return cls.apply(*_wrap_constants(inputs), **attrs)
-            arrays.append(t.data)
-            needs.append(t.requires_grad)
-        state = _state
-        record = True in needs and state.grad_enabled
-        ctx = _new(Context)  # Context(cls, needs), without the call's overhead
-        ctx.fn = cls
-        ctx.saved = ()
-        ctx.needs_input_grad = tuple(needs) if record else (False,) * len(needs)
-        if state.reuse is None:
-            data = cls.forward(ctx, *arrays, **attrs) if attrs else cls.forward(ctx, *arrays)
-            event = "forward"
+        """Run the op on Tensors (or numbers and arrays, taken as constants); return a Tensor."""
+        if _state.observed:  # hooks, anomaly mode or a selective recomputation is on
+            return _apply_observed(cls, inputs, attrs)
+        return _apply(cls, inputs, attrs)[0]
+
+
+def _apply(cls: type[Function], inputs: tuple, attrs: dict, kept: Any = None):
+    """The four steps of recording an op; returns (output, its node or None)."""
+    # 1. the inputs' arrays, and the edge a gradient would take back to each
+    enabled, record, constants = _state.grad_enabled, False, False
+    arrays, needs, edges = [], [], []
+    for t in inputs:
+        if type(t) is not Tensor and not isinstance(t, Tensor):
+            constants = True  # a number or an array: a constant, converted below
+            t = _NO_TENSOR
+        arrays.append(t.data)
+        if t.requires_grad and enabled:
+            record = True
+            needs.append(True)
+            edges.append(t.grad_fn or t._acc() or gradient_edge(t))
         else:
-            kept = next(state.reuse, None)
-            if kept is None:
-                data, event = cls.forward(ctx, *arrays, **attrs), "forward"
-            else:
-                data, event = cls.forward_kept(ctx, kept, *arrays, **attrs), "reused"
-        if type(data) is not np.ndarray:  # NumPy reductions return scalars
-            raw, data = data, np.asarray(data)
-            if ctx.saved:  # a saved output must stay the output itself
-                ctx.saved = tuple(data if v is raw else v for v in ctx.saved)
-        out = _make_tensor(data, record, ctx if record else None)
-        if cls.is_view or (cls.may_be_view and np.may_share_memory(data, arrays[0])):
-            out._vc = inputs[0]._vc  # an in-place change of either is seen by both
-            out._view = out._vc[0]
-        if record:
-            _link(ctx, inputs, arrays, out)
-        if state.hooks:  # observers: trace, jvp, the memory profiler, count_ops
-            for hook in state.hooks:
-                hook(event, cls, inputs, out, attrs)
-        if state.anomaly:
-            _check_forward(cls.name, data)
-            if record:
-                ctx.created_frame = _user_frame_summary()
-                ctx.created_at = _format_frame(ctx.created_frame)
-        return out
+            needs.append(False)
+            edges.append(None)
+    if constants:
+        _constant_arrays(cls, inputs, arrays)
+
+    # 2. forward, on arrays
+    ctx = _new(Context)
+    ctx.fn = cls
+    ctx.saved_values = ()
+    ctx.needs_input_grad = tuple(needs)
+    if kept is None:
+        data = cls.forward(ctx, *arrays, **attrs) if attrs else cls.forward(ctx, *arrays)
+    else:
+        data = cls.forward_kept(ctx, kept, *arrays, **attrs)
+    if type(data) is not _ndarray:  # NumPy reductions return scalars
+        data = _as_output(ctx, data)
+
+    # 3. the output tensor (a view shares its base's version counter)
+    out = _make_tensor(data, record, ctx if record else None)
+    if cls.view and (cls.view is True or np.may_share_memory(data, arrays[0])):
+        _share_version(out, inputs[0])
+    if not record:
+        return out, None
+
+    # 4. the node: its edges, and one record per saved value
+    ctx.parents = tuple(edges)
+    ctx._refs = None if len(edges) == needs.count(True) else _weak_refs(inputs, edges)
+    ctx._out = _weakref(out)
+    ctx.out_shape = data.shape
+    if ctx.saved_values:
+        ctx.saved_values = _saved_records(ctx.saved_values, arrays, inputs, out)
+    for t in inputs:
+        if type(t) is Tensor and t._view is not None:
+            _check_view_input(ctx, t)
+    return out, ctx
+
+
+class _NoTensor:
+    """What a constant input looks like in ``_apply``'s first step (its array comes later)."""
+
+    data = None
+    requires_grad = False
+
+
+_NO_TENSOR = _NoTensor()
+_weakref = weakref.ref
+
+
+def _weak_refs(inputs: tuple, edges: list) -> tuple:
+    """Weak references to the inputs that have no edge but are Tensors (for ``node.inputs``)."""
+    return tuple(_weakref(t) if e is None and isinstance(t, Tensor) else None
+                 for t, e in zip(inputs, edges))
 
 
 _new = object.__new__
 
 
-def _link(ctx: Context, tensors: Sequence, arrays: list, out) -> None:
-    """Give a recorded node its edges, its weak references, and its version stamps."""
-    edges, inputs = [], []
-    for t in tensors:
-        if t._view is not None and t.grad_fn is not None and t._vc[0] != t._view:
-            raise RuntimeError(
-                f"{ctx.name}: an input (shape {t.shape}) is a view made by '{t.op}' whose base "
-                f"was changed in place after the view was made; its recorded history no longer "
-                f"matches its values. Make the view again after the in-place change.")
-        # An input with an edge is reached through it (node.inputs); a constant only weakly.
-        if not t.requires_grad:
-            edges.append(None)
-            inputs.append(_weakref(t))
-        elif t.grad_fn is not None:
-            edges.append(t.grad_fn)
-            inputs.append(None)
-        else:
-            acc = t._acc()
-            edges.append(acc if acc is not None else gradient_edge(t))
-            inputs.append(None)
-    ctx.parents = tuple(edges)
-    ctx._inputs = tuple(inputs)
-    ctx._out = _weakref(out)
-    ctx.out_shape = out.data.shape  # known after the output is freed too
-    saved = ctx.saved
-    if saved:
-        roles, versions = [], []
-        out_data = out.data
-        for v in saved:
-            if v is None:
-                roles.append(None)
-            elif v is out_data:
-                roles.append(-1)
-                versions.append((out._vc, out._vc[0], -1))
-            else:
-                i = 0
-                for a in arrays:
-                    if v is a:
-                        vc = tensors[i]._vc
-                        versions.append((vc, vc[0], i))
-                        break
-                    i += 1
-                else:
-                    i = None
-                roles.append(i)
-        ctx.roles = tuple(roles)
-        ctx.versions = tuple(versions)
-    else:
-        ctx.roles = ctx.versions = ()
+def _apply_observed(cls: type[Function], inputs: tuple, attrs: dict):
+    """``apply`` with hooks, anomaly mode or a selective recomputation around it."""
+    state = _state
+    if not all(isinstance(t, Tensor) for t in inputs):  # observers are shown Tensors only
+        like = next((t for t in inputs if isinstance(t, Tensor)), None)
+        dt = like.data.dtype if like is not None else np.float64
+        inputs = tuple(t if isinstance(t, Tensor) else _make_tensor(_constant(cls.name, t, dt))
+                       for t in inputs)
+    kept = next(state.reuse, None) if state.reuse is not None else None
+    out, ctx = _apply(cls, inputs, attrs, kept)
+    for hook in state.hooks:  # observers: trace, jvp, the memory profiler, count_ops
+        hook("forward" if kept is None else "reused", cls, inputs, out, attrs)
+    if state.anomaly:
+        _check_forward(cls.name, out.data)
+        if ctx is not None:
+            ctx.created_frame = _user_frame_summary()
+            ctx.created_at = _format_frame(ctx.created_frame)
+    return out
 
 
-_weakref = weakref.ref
+def _constant_arrays(cls: type[Function], inputs: tuple, arrays: list) -> None:
+    """Numbers and arrays among the inputs become arrays in the float dtype of the first
+    tensor beside them (float64 if there is none). No Tensor or node is made for them."""
+    like = next((t for t in inputs if isinstance(t, Tensor)), None)
+    dt = like.data.dtype if like is not None else np.float64
+    for i, v in enumerate(inputs):
+        if not isinstance(v, Tensor):
+            arrays[i] = _constant(cls.name, v, dt)
 
 
-def _wrap_constants(inputs: tuple) -> tuple:
-    """Wrap every input that is not a Tensor as a constant, in the first Tensor's dtype."""
-    first = next((t for t in inputs if isinstance(t, Tensor)), None)
-    return tuple(t if isinstance(t, Tensor) else as_tensor(t, like=first) for t in inputs)
+def _constant(op: str, v: Any, dtype) -> np.ndarray:
+    if isinstance(v, float) or (isinstance(v, int) and not isinstance(v, bool)):
+        return np.array(v, dtype=dtype)
+    try:
+        arr = np.asarray(v)
+    except (ValueError, TypeError) as e:
+        raise TypeError(f"{op}: an operand of type {type(v).__name__} cannot be used as a "
+                        f"number: {e}") from None
+    if arr.dtype.kind not in "biuf":
+        raise TypeError(f"{op}: unsupported operand of type {type(v).__name__} (an array of "
+                        f"dtype {arr.dtype}, shape {arr.shape}); an operand must be a Tensor, "
+                        f"a real number or a numeric array")
+    if arr.dtype != dtype:
+        return arr.astype(dtype)
+    return arr.copy() if arr is v else arr  # the caller may refill their array before backward
 
 
-class AnomalyError(RuntimeError):
-    """Raised inside ``detect_anomaly()`` at the first NaN or inf.
-
-    Besides the message it carries ``op`` (the op's name), ``phase``
-    ("forward" or "backward") and ``frame`` (a ``traceback.FrameSummary`` of the
-    user's line that called the op, or None), for programs that report it.
-    """
-
-    def __init__(self, message: str, op: str = "", phase: str = "",
-                 frame: traceback.FrameSummary | None = None):
-        super().__init__(message)
-        self.op, self.phase, self.frame = op, phase, frame
+def _as_output(ctx: Context, raw: Any) -> np.ndarray:
+    data = np.asarray(raw)
+    saved = ctx.saved_values
+    if saved:  # a saved output must stay the output itself
+        ctx.saved_values = tuple(data if v is raw else v for v in saved)
+    return data
 
 
-def _check_forward(name: str, data: np.ndarray) -> None:
-    if not np.all(np.isfinite(data)):
-        frame = _user_frame_summary()
-        raise AnomalyError(
-            f"detect_anomaly: the forward pass of '{name}' produced "
-            f"{_describe_nonfinite(data)} in its output of shape {data.shape}.\n"
-            f"The op was called at {_format_frame(frame)}",
-            op=name, phase="forward", frame=frame)
+def _share_version(view, base) -> None:
+    """``view`` shares ``base``'s memory: one version counter for both, wherever a view is made."""
+    view._vc = base._vc
+    view._view = view._vc[0]
 
 
-def _describe_nonfinite(a: np.ndarray) -> str:
-    n_nan = int(np.isnan(a).sum())
-    n_inf = int(np.isinf(a).sum())
-    parts = [f"{n_nan} NaN" if n_nan else "", f"{n_inf} inf" if n_inf else ""]
-    return " and ".join(p for p in parts if p)
+def _check_view_input(ctx: Context, t) -> None:
+    if t.grad_fn is not None and t._vc[0] != t._view:
+        raise RuntimeError(
+            f"{ctx.name}: an input (shape {t.shape}) is a view made by '{t.op}' whose base "
+            f"was changed in place after the view was made; its recorded history no longer "
+            f"matches its values. Make the view again after the in-place change.")
 
 
+# The core's one import cycle, closed here where a reader sees it: Function.apply makes
+# Tensors, and tensor.py (which imports this module first) is complete by the time any op runs.
+from .tensor import Tensor  # noqa: E402
+
+_make_tensor = Tensor._make

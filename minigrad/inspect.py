@@ -83,8 +83,8 @@ def _kind(node, role) -> str:
 def _node_items(node) -> list[tuple[str, str, np.ndarray]]:
     """(role, kind, array) for every array ``node`` keeps, in the order ``node.arrays()`` lists them."""
     items = []
-    roles = node.roles or (None,) * len(node.saved or ())
-    for v, r in zip(node.saved or (), roles):
+    for rec in node.saved_values or ():
+        v, r = rec.value, rec.which
         if isinstance(v, np.ndarray):
             role = "new" if r is None else ("output" if r == -1 else f"input {r}")
             items.append((role, _kind(node, r), v))

@@ -152,6 +152,29 @@ def _keepdims_shape(shape: tuple, axis) -> tuple:
     return tuple(1 if i in axes else n for i, n in enumerate(shape))
 
 
+# -------------------------------------------------------- forward-mode helpers
+# Each op's ``jvp(dots, args, out, **attrs)`` maps its inputs' tangents (``None`` for
+# an input whose tangent is zero) to its output's tangent; see ``minigrad.forward``.
+
+
+def _combine(out: np.ndarray, *terms: np.ndarray | None) -> np.ndarray:
+    """Sum the non-zero tangent terms, broadcast to the output's shape (an input
+    broadcast forward carries its tangent along the same copies)."""
+    total = np.zeros(out.shape, dtype=out.dtype)
+    for t in terms:
+        if t is not None:
+            total = total + t
+    return total
+
+
+def _zero_if_none(d, like: np.ndarray) -> np.ndarray:
+    return np.zeros(like.shape, dtype=like.dtype) if d is None else d
+
+
+def _targets(target) -> np.ndarray:
+    return target.data if isinstance(target, Tensor) else np.asarray(target)
+
+
 # ------------------------------------------------------------ arithmetic
 
 
@@ -159,6 +182,7 @@ class Add(Function):
     """y = a + b (broadcasting).   VJP: da = sum_to(g, a.shape), db = sum_to(g, b.shape)."""
 
     name = "add"
+    elementwise = True
     inplace = staticmethod(lambda a, b: np.add(a, b, out=a, casting="unsafe"))  # add_
 
     @staticmethod
@@ -173,11 +197,18 @@ class Add(Function):
         return _in_dtypes(ctx, sum_to(g, sa) if need_a else None,
                           sum_to(g, sb) if need_b else None)
 
+    @staticmethod
+    def jvp(dots, args, out):
+        """y = a + b.   dy = da + db."""
+        da, db = dots
+        return _combine(out, da, db)
+
 
 class Sub(Function):
     """y = a - b (broadcasting).   VJP: da = sum_to(g), db = -sum_to(g)."""
 
     name = "sub"
+    elementwise = True
     inplace = staticmethod(lambda a, b: np.subtract(a, b, out=a, casting="unsafe"))  # sub_
 
     @staticmethod
@@ -192,6 +223,12 @@ class Sub(Function):
         return _in_dtypes(ctx, sum_to(g, sa) if need_a else None,
                           -sum_to(g, sb) if need_b else None)
 
+    @staticmethod
+    def jvp(dots, args, out):
+        """y = a - b.   dy = da - db."""
+        da, db = dots
+        return _combine(out, da, None if db is None else -db)
+
 
 class Mul(Function):
     """y = a * b (broadcasting).   VJP: da = sum_to(g * b), db = sum_to(g * a).
@@ -200,6 +237,7 @@ class Mul(Function):
     """
 
     name = "mul"
+    elementwise = True
     inplace = staticmethod(lambda a, b: np.multiply(a, b, out=a, casting="unsafe"))  # mul_
 
     @staticmethod
@@ -218,11 +256,18 @@ class Mul(Function):
         return _in_dtypes(ctx, sum_to(g * b, sa) if need_a else None,
                           sum_to(g * a, sb) if need_b else None)
 
+    @staticmethod
+    def jvp(dots, args, out):
+        """y = a * b.   dy = da * b + a * db   (the product rule)."""
+        (da, db), (a, b) = dots, args
+        return _combine(out, None if da is None else da * b, None if db is None else a * db)
+
 
 class Div(Function):
     """y = a / b (broadcasting).   VJP: da = sum_to(g / b), db = sum_to(-g * a / b**2)."""
 
     name = "div"
+    elementwise = True
     inplace = staticmethod(lambda a, b: np.divide(a, b, out=a, casting="unsafe"))  # div_
 
     @staticmethod
@@ -241,11 +286,19 @@ class Div(Function):
         return _in_dtypes(ctx, sum_to(g / b, sa) if need_a else None,
                           sum_to(-g * a / (b * b), sb) if need_b else None)
 
+    @staticmethod
+    def jvp(dots, args, out):
+        """y = a / b.   dy = da / b - a * db / b**2."""
+        (da, db), (a, b) = dots, args
+        return _combine(out, None if da is None else da / b,
+                        None if db is None else -a * db / (b * b))
+
 
 class Neg(Function):
     """y = -a.   VJP: da = -g."""
 
     name = "neg"
+    elementwise = True
 
     @staticmethod
     def forward(ctx, a):
@@ -254,6 +307,11 @@ class Neg(Function):
     @staticmethod
     def backward(ctx, g):
         return (-g,)
+
+    @staticmethod
+    def jvp(dots, args, out):
+        """y = -a.   dy = -da."""
+        return -dots[0]
 
 
 class Pow(Function):
@@ -264,6 +322,7 @@ class Pow(Function):
     """
 
     name = "pow"
+    elementwise = True
 
     @staticmethod
     def forward(ctx, a, p):
@@ -278,6 +337,13 @@ class Pow(Function):
         if p == 0:
             return (g * 0.0 if isinstance(g, Tensor) else np.zeros_like(g),)
         return (g * p * a ** (p - 1),)
+
+    @staticmethod
+    def jvp(dots, args, out, p):
+        """y = a ** p.   dy = p * a ** (p - 1) * da   (0 for p = 0, also at a = 0)."""
+        if p == 0:
+            return np.zeros_like(out)
+        return p * args[0] ** (p - 1) * dots[0]
 
 
 class MatMul(Function):
@@ -347,6 +413,12 @@ class MatMul(Function):
         db = sum_to(_mT(a.reshape(pa)) @ g, pb).reshape(sb) if need_b else None
         return _in_dtypes(ctx, da, db)
 
+    @staticmethod
+    def jvp(dots, args, out):
+        """C = A @ B.   dC = dA @ B + A @ dB   (the product rule, in matrix form)."""
+        (da, db), (a, b) = dots, args
+        return _combine(out, None if da is None else da @ b, None if db is None else a @ db)
+
 
 def _mT(x):
     """``x`` with its last two axes swapped (a batch of transposes)."""
@@ -373,6 +445,11 @@ class Sum(Function):
         g = g.reshape(_keepdims_shape(ctx.in_shape, ctx.axis))
         return (broadcast_to(g, ctx.in_shape),)
 
+    @staticmethod
+    def jvp(dots, args, out, axis=None, keepdims=False):
+        """y = a.sum(axis).   dy = da.sum(axis)."""
+        return np.sum(dots[0], axis=axis, keepdims=keepdims)
+
 
 class Mean(Function):
     """y = a.mean(axis, keepdims).   VJP: da = g / n copied back, n = elements averaged."""
@@ -392,6 +469,11 @@ class Mean(Function):
         g = g.reshape(_keepdims_shape(ctx.in_shape, ctx.axis)) / ctx.n
         return (broadcast_to(g, ctx.in_shape),)
 
+    @staticmethod
+    def jvp(dots, args, out, axis=None, keepdims=False):
+        """y = a.mean(axis).   dy = da.mean(axis)."""
+        return np.mean(dots[0], axis=axis, keepdims=keepdims)
+
 
 # ------------------------------------------------------------------ views
 # A view shares memory (and, here, the version counter) with its input.
@@ -401,7 +483,7 @@ class Reshape(Function):
     """y = a.reshape(shape).   VJP: da = g.reshape(a.shape)."""
 
     name = "reshape"
-    may_be_view = True  # NumPy copies when the strides do not allow a view (after a transpose)
+    view = "maybe"  # NumPy copies when the strides do not allow a view (after a transpose)
 
     @staticmethod
     def forward(ctx, a, shape):
@@ -420,12 +502,17 @@ class Reshape(Function):
     def backward(ctx, g):
         return (g.reshape(ctx.in_shape),)
 
+    @staticmethod
+    def jvp(dots, args, out, shape):
+        """y = a.reshape(shape).   dy = da.reshape(shape)."""
+        return dots[0].reshape(out.shape)
+
 
 class Transpose(Function):
     """y = a.transpose(axes) (reversed axes by default).   VJP: da = g.transpose(inverse axes)."""
 
     name = "transpose"
-    is_view = True
+    view = True
 
     @staticmethod
     def forward(ctx, a, axes=None):
@@ -445,12 +532,17 @@ class Transpose(Function):
             return (g.transpose(),)
         return (g.transpose(tuple(np.argsort([a % g.ndim for a in ctx.axes]))),)
 
+    @staticmethod
+    def jvp(dots, args, out, axes=None):
+        """y = a.transpose(axes).   dy = da.transpose(axes)."""
+        return dots[0].transpose(axes)
+
 
 class BroadcastTo(Function):
     """y = a copied along axes to ``shape``.   VJP: da = sum_to(g, a.shape)."""
 
     name = "broadcast_to"
-    is_view = True
+    view = True
 
     @staticmethod
     def forward(ctx, a, shape):
@@ -463,6 +555,11 @@ class BroadcastTo(Function):
     @staticmethod
     def backward(ctx, g):
         return (sum_to(g, ctx.in_shape),)
+
+    @staticmethod
+    def jvp(dots, args, out, shape):
+        """y = broadcast_to(a, shape).   dy = broadcast_to(da, shape)."""
+        return np.broadcast_to(dots[0], out.shape)
 
 
 def _plain_index(idx):
@@ -491,7 +588,7 @@ class GetItem(Function):
     """
 
     name = "getitem"
-    may_be_view = True  # slices give a view of a (shared version counter), index arrays a copy
+    view = "maybe"  # slices give a view of a (shared version counter), index arrays a copy
 
     @staticmethod
     def forward(ctx, a, idx):
@@ -505,6 +602,11 @@ class GetItem(Function):
     @staticmethod
     def backward(ctx, g):
         return (_scatter_add(g, ctx.idx, ctx.in_shape),)
+
+    @staticmethod
+    def jvp(dots, args, out, idx):
+        """y = a[idx].   dy = da[idx]."""
+        return dots[0][_plain_index(idx)]
 
 
 class ScatterAdd(Function):
@@ -522,6 +624,13 @@ class ScatterAdd(Function):
     @staticmethod
     def backward(ctx, g):
         return (g[ctx.idx],)
+
+    @staticmethod
+    def jvp(dots, args, out, idx, shape):
+        """y = zeros(shape) with a added at idx.   dy = zeros(shape) with da added at idx."""
+        d = np.zeros(out.shape, dtype=out.dtype)
+        np.add.at(d, _plain_index(idx), dots[0])
+        return d
 
 
 class SetItem(Function):
@@ -551,11 +660,20 @@ class SetItem(Function):
             da = g * keep
         return (da, sum_to(g[ctx.idx], ctx.v_shape) if need_v else None)
 
+    @staticmethod
+    def jvp(dots, args, out, idx):
+        """y = a with y[idx] = v.   dy = da with dy[idx] = dv."""
+        da, dv = dots
+        d = np.zeros(out.shape, dtype=out.dtype) if da is None else np.array(da, dtype=out.dtype)
+        d[idx] = 0 if dv is None else dv
+        return d
+
 
 class Clone(Function):
     """y = a copied into new memory.   VJP: da = g."""
 
     name = "clone"
+    elementwise = True
 
     @staticmethod
     def forward(ctx, a):
@@ -565,6 +683,11 @@ class Clone(Function):
     def backward(ctx, g):
         return (g,)
 
+    @staticmethod
+    def jvp(dots, args, out):
+        """y = a copied.   dy = da."""
+        return dots[0]
+
 
 # ----------------------------------------------------------- elementwise
 
@@ -573,6 +696,7 @@ class Exp(Function):
     """y = exp(a).   VJP: da = g * y (the output is saved, not the input)."""
 
     name = "exp"
+    elementwise = True
 
     @staticmethod
     def forward(ctx, a):
@@ -585,11 +709,17 @@ class Exp(Function):
         (y,) = ctx.saved
         return (g * y,)
 
+    @staticmethod
+    def jvp(dots, args, out):
+        """y = exp(a).   dy = y * da."""
+        return out * dots[0]
+
 
 class Log(Function):
     """y = log(a).   VJP: da = g / a."""
 
     name = "log"
+    elementwise = True
 
     @staticmethod
     def forward(ctx, a):
@@ -600,6 +730,11 @@ class Log(Function):
     def backward(ctx, g):
         (a,) = ctx.saved
         return (g / a,)
+
+    @staticmethod
+    def jvp(dots, args, out):
+        """y = log(a).   dy = da / a."""
+        return dots[0] / args[0]
 
 
 class ReLU(Function):
@@ -612,6 +747,7 @@ class ReLU(Function):
     """
 
     name = "relu"
+    elementwise = True
 
     @staticmethod
     def forward(ctx, a):
@@ -624,11 +760,17 @@ class ReLU(Function):
         (y,) = ctx.saved
         return (g * _positive(y),)
 
+    @staticmethod
+    def jvp(dots, args, out):
+        """y = max(a, 0).   dy = da * (a > 0)   (slope 0 at a == 0, as in the VJP)."""
+        return dots[0] * (args[0] > 0)
+
 
 class Sigmoid(Function):
     """y = 1 / (1 + exp(-a)).   VJP: da = g * y * (1 - y)   (at most g / 4)."""
 
     name = "sigmoid"
+    elementwise = True
 
     @staticmethod
     def forward(ctx, a):
@@ -643,11 +785,17 @@ class Sigmoid(Function):
         (y,) = ctx.saved
         return (g * y * (1 - y),)
 
+    @staticmethod
+    def jvp(dots, args, out):
+        """y = sigmoid(a).   dy = y * (1 - y) * da."""
+        return out * (1 - out) * dots[0]
+
 
 class Tanh(Function):
     """y = tanh(a).   VJP: da = g * (1 - y**2)."""
 
     name = "tanh"
+    elementwise = True
 
     @staticmethod
     def forward(ctx, a):
@@ -659,6 +807,11 @@ class Tanh(Function):
     def backward(ctx, g):
         (y,) = ctx.saved
         return (g * (1 - y * y),)
+
+    @staticmethod
+    def jvp(dots, args, out):
+        """y = tanh(a).   dy = (1 - y**2) * da."""
+        return (1 - out * out) * dots[0]
 
 
 # ---------------------------------------------------- softmax and losses
@@ -691,6 +844,12 @@ class Softmax(Function):
         (s,) = ctx.saved
         return (s * (g - (g * s).sum(axis=ctx.axis, keepdims=True)),)
 
+    @staticmethod
+    def jvp(dots, args, out, axis=-1):
+        """s = softmax(a).   ds = (diag(s) - s s^T) da = s * (da - sum(s * da))."""
+        s, da = out, dots[0]
+        return s * (da - (s * da).sum(axis=axis, keepdims=True))
+
 
 class LogSoftmax(Function):
     """y = a - logsumexp(a) along ``axis``.   VJP: da = g - exp(y) * sum(g)."""
@@ -715,6 +874,12 @@ class LogSoftmax(Function):
     def backward(ctx, g):
         (y,) = ctx.saved
         return (g - _exp(y) * g.sum(axis=ctx.axis, keepdims=True),)
+
+    @staticmethod
+    def jvp(dots, args, out, axis=-1):
+        """y = log_softmax(a).   dy = da - sum(softmax(a) * da)."""
+        da = dots[0]
+        return da - (np.exp(out) * da).sum(axis=axis, keepdims=True)
 
 
 def _check_targets(name: str, target, n: int, c: int) -> np.ndarray:
@@ -768,6 +933,15 @@ class CrossEntropy(Function):
         n = p.shape[0]
         return (_scatter_add(-g / (n * py), ctx.idx, p.shape),)
 
+    @staticmethod
+    def jvp(dots, args, out, target):
+        """L = mean_i -log p[i, y_i].   dL = -mean_i dp[i, y_i] / p[i, y_i]   (p clipped as in forward)."""
+        (dp,), (p,) = dots, args
+        rows = np.arange(p.shape[0])
+        t = _targets(target)
+        py = np.clip(p[rows, t], 1e-12, 1.0)
+        return np.asarray(-(dp[rows, t] / py).sum() / p.shape[0], dtype=out.dtype)
+
 
 class CrossEntropyWithLogits(Function):
     """L = mean_i [logsumexp(z_i) - z[i, y_i]] on logits z of shape (N, C).
@@ -812,6 +986,22 @@ class CrossEntropyWithLogits(Function):
         d *= scale                  # g * softmax(z) / N, in a new array
         d[ctx.idx] -= scale         # the one-hot part: each row's target once
         return (d,)
+
+    @staticmethod
+    def jvp(dots, args, out, target):
+        """L = mean_i logsumexp(z_i) - z[i, y_i].   dL = sum((softmax(z) - onehot(y)) * dz) / N."""
+        (dz,), (z,) = dots, args
+        n = z.shape[0]
+        e = np.exp(z - z.max(axis=1, keepdims=True))
+        d = e / e.sum(axis=1, keepdims=True)
+        d[np.arange(n), _targets(target)] -= 1.0
+        return np.asarray((d * dz).sum() / n, dtype=out.dtype)
+
+    @staticmethod
+    def jvp_saved(dots, args, saved, target):
+        """Saved: log p = z - logsumexp(z).   d(log p) = dz - sum(p * dz) per row."""
+        (dz,), (logp,) = dots, saved[:1]
+        return (dz - (np.exp(logp) * dz).sum(axis=1, keepdims=True),) + (None,) * (len(saved) - 1)
 
 
 # ---------------------------------------------------------- normalisation
@@ -863,6 +1053,15 @@ class LayerNorm(Function):
             x_hat = (x - mu) * inv_sigma
         return (inv_sigma * (g - g.mean(axis=-1, keepdims=True)
                              - x_hat * (g * x_hat).mean(axis=-1, keepdims=True)),)
+
+    @staticmethod
+    def jvp(dots, args, out, eps=1e-5):
+        """y = (x - mean x) / sigma.   dy = (1/sigma) (dxc - y mean(y dxc)),  dxc = dx - mean(dx)."""
+        (dx,), (x,) = dots, args
+        xc = x - x.mean(axis=-1, keepdims=True)
+        inv_sigma = 1.0 / np.sqrt((xc * xc).mean(axis=-1, keepdims=True) + eps)
+        dxc = dx - dx.mean(axis=-1, keepdims=True)
+        return inv_sigma * (dxc - out * (out * dxc).mean(axis=-1, keepdims=True))
 
 
 def layer_norm(x, eps: float = 1e-5):
@@ -925,6 +1124,16 @@ class BatchNorm(Function):
             x_hat = (x - mu) * inv_sigma
         return (inv_sigma * (g - g.mean(axis=0) - x_hat * (g * x_hat).mean(axis=0)),)
 
+    @staticmethod
+    def jvp(dots, args, out, eps=1e-5):
+        """y = (x - mean x) / sigma over axis 0.   dy = (1/sigma) (dxc - y mean(y dxc)),
+        dxc = dx - mean(dx), every mean over the batch axis 0 (LayerNorm's rule on the other axis)."""
+        (dx,), (x,) = dots, args
+        xc = x - x.mean(axis=0)
+        inv_sigma = 1.0 / np.sqrt((xc * xc).mean(axis=0) + eps)
+        dxc = dx - dx.mean(axis=0)
+        return inv_sigma * (dxc - out * (out * dxc).mean(axis=0))
+
 
 def batch_norm(x, eps: float = 1e-5):
     """(x - mean) / sqrt(var + eps) per feature over the batch axis 0 of an (N, D) ``x``,
@@ -946,6 +1155,7 @@ class Abs(Function):
     """
 
     name = "abs"
+    elementwise = True
 
     @staticmethod
     def forward(ctx, a):
@@ -957,11 +1167,17 @@ class Abs(Function):
         (sign,) = ctx.saved
         return (g * sign,)
 
+    @staticmethod
+    def jvp(dots, args, out):
+        """y = |a|.   dy = sign(a) * da."""
+        return np.sign(args[0]) * dots[0]
+
 
 class Sqrt(Function):
     """y = sqrt(a).   VJP: da = g / (2 y)   (the output is saved, not the input)."""
 
     name = "sqrt"
+    elementwise = True
 
     @staticmethod
     def forward(ctx, a):
@@ -973,6 +1189,11 @@ class Sqrt(Function):
     def backward(ctx, g):
         (y,) = ctx.saved
         return (g / (2 * y),)
+
+    @staticmethod
+    def jvp(dots, args, out):
+        """y = sqrt(a).   dy = da / (2 y)."""
+        return dots[0] / (2 * out)
 
 
 def _extremum(ctx, name: str, f, a: np.ndarray, axis, keepdims: bool) -> np.ndarray:
@@ -992,6 +1213,14 @@ def _extremum(ctx, name: str, f, a: np.ndarray, axis, keepdims: bool) -> np.ndar
     if keepdims:
         return y
     return y.reshape(tuple(n for k, n in enumerate(a.shape) if k not in reduced))
+
+def _extremum_jvp(dots, args, out, axis, keepdims):
+    """dy = sum(w * da) over the reduced axes, w = 1[a == y] / (number of ties), as in the VJP."""
+    a, da = args[0], dots[0]
+    y = out.reshape(_keepdims_shape(a.shape, axis))
+    mask = a == y
+    w = mask / mask.sum(axis=axis, keepdims=True)
+    return np.sum(w * da, axis=axis, keepdims=keepdims)
 
 
 class Max(Function):
@@ -1015,6 +1244,11 @@ class Max(Function):
         (w,) = ctx.saved
         return (broadcast_to(g.reshape(_keepdims_shape(ctx.in_shape, ctx.axis)), ctx.in_shape) * w,)
 
+    @staticmethod
+    def jvp(dots, args, out, axis=None, keepdims=False):
+        """y = max(a, axis).   dy = sum(w * da, axis), w = 1[a == y] / (number of ties)."""
+        return _extremum_jvp(dots, args, out, axis, keepdims)
+
 
 class Min(Function):
     """y = a.min(axis, keepdims), the values only (PyTorch's ``amin``).
@@ -1034,6 +1268,11 @@ class Min(Function):
         (w,) = ctx.saved
         return (broadcast_to(g.reshape(_keepdims_shape(ctx.in_shape, ctx.axis)), ctx.in_shape) * w,)
 
+    @staticmethod
+    def jvp(dots, args, out, axis=None, keepdims=False):
+        """y = min(a, axis).   dy = sum(w * da, axis), w = 1[a == y] / (number of ties)."""
+        return _extremum_jvp(dots, args, out, axis, keepdims)
+
 
 def _pick(ctx, name: str, f, wins, a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """Forward of maximum/minimum: y = f(a, b) and w = 1[wins(a, b)] + 1/2 1[a == b]."""
@@ -1052,6 +1291,11 @@ def _pick_backward(ctx, g) -> tuple:
     return _in_dtypes(ctx, sum_to(g * w, sa) if need_a else None,
                       sum_to(g * (1 - w), sb) if need_b else None)
 
+def _pick_jvp(dots, args, out, wins):
+    (da, db), (a, b) = dots, args
+    w = wins(a, b) + 0.5 * (a == b)
+    return _combine(out, None if da is None else w * da, None if db is None else (1 - w) * db)
+
 
 class Maximum(Function):
     """y = maximum(a, b) elementwise (broadcasting).
@@ -1061,6 +1305,7 @@ class Maximum(Function):
     """
 
     name = "maximum"
+    elementwise = True
 
     @staticmethod
     def forward(ctx, a, b):
@@ -1070,6 +1315,11 @@ class Maximum(Function):
     def backward(ctx, g):
         return _pick_backward(ctx, g)
 
+    @staticmethod
+    def jvp(dots, args, out):
+        """y = maximum(a, b).   dy = w da + (1 - w) db,  w = 1[a > b] + 1/2 1[a == b]."""
+        return _pick_jvp(dots, args, out, np.greater)
+
 
 class Minimum(Function):
     """y = minimum(a, b) elementwise (broadcasting).
@@ -1078,6 +1328,7 @@ class Minimum(Function):
     """
 
     name = "minimum"
+    elementwise = True
 
     @staticmethod
     def forward(ctx, a, b):
@@ -1086,6 +1337,11 @@ class Minimum(Function):
     @staticmethod
     def backward(ctx, g):
         return _pick_backward(ctx, g)
+
+    @staticmethod
+    def jvp(dots, args, out):
+        """y = minimum(a, b).   dy = w da + (1 - w) db,  w = 1[a < b] + 1/2 1[a == b]."""
+        return _pick_jvp(dots, args, out, np.less)
 
 
 class Where(Function):
@@ -1116,6 +1372,12 @@ class Where(Function):
         return _in_dtypes(ctx, sum_to(g * c, sa) if need_a else None,
                           sum_to(g * ~c, sb) if need_b else None)
 
+    @staticmethod
+    def jvp(dots, args, out, cond):
+        """y = where(cond, a, b).   dy = where(cond, da, db)."""
+        (da, db), (a, b) = dots, args
+        return np.where(cond, _zero_if_none(da, a), _zero_if_none(db, b)) + np.zeros_like(out)
+
 
 def _as_condition(cond) -> np.ndarray:
     c = cond.data if isinstance(cond, Tensor) else np.asarray(cond)
@@ -1136,6 +1398,7 @@ class PowTensor(Function):
     """
 
     name = "pow_tensor"
+    elementwise = True
 
     @staticmethod
     def forward(ctx, a, p):
@@ -1159,6 +1422,15 @@ class PowTensor(Function):
                 keep0 = np.broadcast_to((ra == 0) & (rp >= 0), g.shape)
                 dp = sum_to(_select(keep0, 0.0, g * y * _log(a)), sp)
         return _in_dtypes(ctx, da, dp)
+
+    @staticmethod
+    def jvp(dots, args, out):
+        """y = a ** p.   dy = p a ** (p - 1) da + y log(a) dp   (0 where p = 0, resp. a = 0 and p >= 0)."""
+        (da, dp), (a, p) = dots, args
+        with np.errstate(divide="ignore", invalid="ignore"):
+            ta = None if da is None else np.where(p == 0, 0.0, p * a ** (p - 1)) * da
+            tp = None if dp is None else np.where((a == 0) & (p >= 0), 0.0, out * np.log(a)) * dp
+        return _combine(out, ta, tp)
 
 
 def _log(v):
@@ -1200,6 +1472,11 @@ class Concatenate(Function):
         return _in_dtypes(ctx, *(g[lead + (slice(b[i], b[i + 1]),)] if need else None
                                  for i, need in enumerate(ctx.needs_input_grad)))
 
+    @staticmethod
+    def jvp(dots, args, out, axis=0):
+        """y = concatenate(xs, axis).   dy = concatenate(dxs, axis)."""
+        return np.concatenate([_zero_if_none(d, x) for d, x in zip(dots, args)], axis=axis)
+
 
 class Stack(Function):
     """y = stack(xs, axis): inputs of one shape joined along a new axis.
@@ -1228,6 +1505,11 @@ class Stack(Function):
         lead = (slice(None),) * ctx.axis
         return _in_dtypes(ctx, *(g[lead + (i,)] if need else None
                                  for i, need in enumerate(ctx.needs_input_grad)))
+
+    @staticmethod
+    def jvp(dots, args, out, axis=0):
+        """y = stack(xs, axis).   dy = stack(dxs, axis)."""
+        return np.stack([_zero_if_none(d, x) for d, x in zip(dots, args)], axis=axis)
 
 
 # The functions PyTorch has at module level (``torch.where`` and the like).

@@ -29,20 +29,12 @@ from typing import Any
 
 import numpy as np
 
-from . import ops
 from .function import Context, Function
 from .tensor import Tensor
 from .tracing import Node, StaticGraph
 
-__all__ = ["ELEMENTWISE", "FusedElementwise", "Step", "eliminate_dead_code", "fold_constants",
+__all__ = ["FusedElementwise", "Step", "eliminate_dead_code", "fold_constants",
            "eliminate_common_subexpressions", "fuse_elementwise", "optimize", "DEFAULT_PASSES"]
-
-#: Ops that work element by element (with broadcasting): out[i] depends on in[i] only.
-ELEMENTWISE: frozenset[type[Function]] = frozenset({
-    ops.Add, ops.Sub, ops.Mul, ops.Div, ops.Neg, ops.Pow, ops.Exp, ops.Log,
-    ops.ReLU, ops.Sigmoid, ops.Tanh,
-})
-
 
 def _copy(graph: StaticGraph, nodes: list[Node], constants: dict[int, np.ndarray],
           outputs: list[int]) -> StaticGraph:
@@ -200,9 +192,11 @@ def _fused_class(program: tuple[Step, ...]) -> type[FusedElementwise]:
     return type("Fused", (FusedElementwise,), {"name": label, "program": program})
 
 
-def fuse_elementwise(graph: StaticGraph,
-                     elementwise: frozenset[type[Function]] = ELEMENTWISE) -> StaticGraph:
+def fuse_elementwise(graph: StaticGraph) -> StaticGraph:
     """Merge chains of elementwise nodes whose intermediate values have one use.
+
+    An op says whether it is elementwise (``Function.elementwise``: out[i] depends
+    on in[i] only, with broadcasting); the pass asks it.
 
     A node joins the group that produced one of its arguments when that value is
     used by this node alone and is not a graph output. Groups of one node are
@@ -217,7 +211,7 @@ def fuse_elementwise(graph: StaticGraph,
     group_of_value: dict[int, int] = {}   # value slot -> group id (the group's current output)
     members: dict[int, list[int]] = {}    # group id -> node indices
     for i, node in enumerate(graph.nodes):
-        if node.fn not in elementwise:
+        if not node.fn.elementwise:
             continue
         joined: list[int] = []
         for a in node.args:

@@ -23,18 +23,11 @@ each op's forward and VJP sit side by side.
 
 from __future__ import annotations
 
-import weakref
 from typing import Any
 
 import numpy as np
 
 __all__ = ["Tensor", "as_tensor"]
-
-# Tensor's methods call ops.py and engine.py, which both need Tensor: minigrad/__init__.py,
-# the one place where the core's import cycle is broken, sets these two after loading all four.
-_ops: Any = None
-_engine: Any = None
-
 
 def _check_numeric(arr: np.ndarray, where: str) -> None:
     if arr.dtype.kind not in "biuf":
@@ -129,7 +122,6 @@ class Tensor:
 
     def _note_read(self) -> None:
         """Tell observers (a recording ``minigrad.trace``) that this value left the graph."""
-        from .function import _state
         for hook in _state.hooks:
             hook("read", None, (self,), None, {})
 
@@ -160,15 +152,23 @@ class Tensor:
         return f"Tensor({body}{extra})"
 
     # ------------------------------------------------------------- autograd
-    def backward(self, grad: Any = None, retain_graph: bool = False) -> None:
-        """Fill ``.grad`` of every leaf that requires grad with dL/dleaf.
+    def backward(self, gradient: Any = None, retain_graph: bool | None = None,
+                 create_graph: bool = False, inputs: Any = None, *, grad: Any = None) -> None:
+        """Fill ``.grad`` of every leaf that requires grad with dL/dleaf (``torch.Tensor.backward``).
 
-        ``grad`` is dL/d(self); it may be left out only when self has one element.
-        Gradients add up across calls: call ``zero_grad()`` between steps.
-        The values saved for backward are freed unless ``retain_graph=True``.
-        For gradients of gradients, use ``minigrad.grad(..., create_graph=True)``.
+        ``gradient`` (also accepted as ``grad=``) is dL/d(self); it may be left out
+        only when self has one element. Gradients add up across calls: call
+        ``zero_grad()`` between steps. The values saved for backward are freed
+        unless ``retain_graph=True`` (which ``create_graph=True`` implies).
+        ``create_graph=True`` records the backward pass itself, so that ``.grad``
+        can be differentiated again; ``inputs`` limits which leaves receive ``.grad``.
         """
-        _engine.backward(self, grad, retain_graph=retain_graph)
+        if grad is not None:
+            if gradient is not None:
+                raise TypeError("backward: pass the gradient once, as gradient= (or grad=)")
+            gradient = grad
+        _engine.backward(self, gradient, retain_graph=retain_graph, create_graph=create_graph,
+                         inputs=inputs)
 
     def zero_grad(self) -> None:
         """Forget the gradient (back to ``None``: 'not computed yet', not 'zero')."""
@@ -202,35 +202,9 @@ class Tensor:
     # in-place op on a tensor of the graph records a node, and the tensor's
     # history is rebased onto it; a leaf that requires grad refuses.
     def _inplace(self, what: str, op, value: Any, **attrs: Any) -> Tensor:
-        from .function import _dead as dead
-        from .function import is_grad_enabled
-
         value = value if isinstance(value, Tensor) else as_tensor(_to_array(value, what), like=self)
-        if value.data.dtype.kind == "c":
-            raise TypeError(f"{what}: cannot write complex values into a tensor of dtype {self.dtype}")
-        target = self.data if "idx" not in attrs else _index_target(self, what, attrs["idx"])
-        try:
-            shape = np.broadcast_shapes(target.shape, value.shape)
-        except ValueError:
-            shape = None
-        if shape != target.shape:
-            if "idx" in attrs:
-                raise ValueError(f"{what}: cannot set index {attrs['idx']!r} of a tensor of shape "
-                                 f"{self.shape} to a value of shape {value.shape}: the indexed part "
-                                 f"has shape {target.shape}")
-            raise ValueError(f"{what}: the operand of shape {value.shape} cannot be broadcast to "
-                             f"the tensor's shape {target.shape} (an in-place op keeps the shape)")
-        recording = is_grad_enabled() and (self.requires_grad or value.requires_grad)
-        if recording and self.grad_fn is None and self.requires_grad:
-            raise RuntimeError(
-                f"{what}: a leaf that requires grad (shape {self.shape}) cannot be changed "
-                f"in place while gradients are recorded; wrap the update in "
-                f"`with minigrad.no_grad():` or use the out-of-place op")
-        if recording and self._view is not None:
-            raise RuntimeError(
-                f"{what}: this tensor (shape {self.shape}) is a view made by '{self.op}' of another "
-                f"tensor; minigrad does not record in-place changes through a view. Change the "
-                f"base tensor out of place, or call clone() on the view first.")
+        recording = _state.grad_enabled and (self.requires_grad or value.requires_grad)
+        _check_inplace(self, what, value, attrs, recording)
         if not recording:
             if "idx" in attrs:
                 self.data[attrs["idx"]] = value.data
@@ -239,22 +213,13 @@ class Tensor:
             self._vc[0] += 1
             return self
         new = op.apply(self, value, **attrs)
-        ctx = new.grad_fn
-        if ctx.saved and 0 in ctx.roles:  # the old numbers are about to be overwritten: keep a copy
-            ctx.saved = tuple(v.copy() if r == 0 else v for v, r in zip(ctx.saved, ctx.roles))
-            ctx.roles = tuple(None if r == 0 else r for r in ctx.roles)
-            ctx.versions = tuple(v for v in ctx.versions if v[2] != 0)
-        # the old value no longer exists as a tensor: no edge leads back to it by name
-        ctx._inputs = (dead,) + ctx._inputs[1:]
+        node = new.grad_fn
+        node.forget_input(0)  # the old numbers are about to be overwritten
         np.copyto(self.data, new.data, casting="unsafe")
         self._vc[0] += 1
-        old = self.grad_fn
-        if old is not None:
-            old._out = dead
-            ctx._retain = old._retain
-        self.grad_fn = ctx
+        node.rebase(self, self.grad_fn)
+        self.grad_fn = node
         self.requires_grad = True
-        ctx._out = weakref.ref(self)
         return self
 
     def add_(self, other: Any) -> Tensor:
@@ -519,6 +484,36 @@ class Tensor:
         return self._compare(other, np.greater_equal, ">=")
 
 
+def _check_inplace(t: Tensor, what: str, value: Tensor, attrs: dict, recording: bool) -> None:
+    """Raise, before anything changes, if ``t`` cannot take this in-place change."""
+    if value.data.dtype.kind == "c":
+        raise TypeError(f"{what}: cannot write complex values into a tensor of dtype {t.dtype}")
+    target = t.data if "idx" not in attrs else _index_target(t, what, attrs["idx"])
+    try:
+        shape = np.broadcast_shapes(target.shape, value.shape)
+    except ValueError:
+        shape = None
+    if shape != target.shape:
+        if "idx" in attrs:
+            raise ValueError(f"{what}: cannot set index {attrs['idx']!r} of a tensor of shape "
+                             f"{t.shape} to a value of shape {value.shape}: the indexed part "
+                             f"has shape {target.shape}")
+        raise ValueError(f"{what}: the operand of shape {value.shape} cannot be broadcast to "
+                         f"the tensor's shape {target.shape} (an in-place op keeps the shape)")
+    if not recording:
+        return
+    if t.grad_fn is None and t.requires_grad:
+        raise RuntimeError(
+            f"{what}: a leaf that requires grad (shape {t.shape}) cannot be changed "
+            f"in place while gradients are recorded; wrap the update in "
+            f"`with minigrad.no_grad():` or use the out-of-place op")
+    if t._view is not None:
+        raise RuntimeError(
+            f"{what}: this tensor (shape {t.shape}) is a view made by '{t.op}' of another "
+            f"tensor; minigrad does not record in-place changes through a view. Change the "
+            f"base tensor out of place, or call clone() on the view first.")
+
+
 def _is_real_number(p: Any) -> bool:
     return isinstance(p, (bool, int, float, np.integer, np.floating, np.bool_))
 
@@ -534,10 +529,6 @@ def _real_operand(op: str, what: str, v: Any) -> Any:
             (isinstance(v, np.ndarray) and v.dtype.kind == "c")
             else f"{type(v).__name__} {v!r}")
     raise TypeError(f"{op}: the {what} must be a real number, a Tensor or a numeric array, got {kind}")
-
-
-def _dead() -> None:
-    return None
 
 
 def _to_array(data: Any, where: str) -> np.ndarray:
@@ -575,3 +566,8 @@ def as_tensor(x: Any, like: Tensor | None = None) -> Tensor:
     return Tensor._make(arr)
 
 
+# The core's import cycle, closed where a reader sees it: Tensor's methods call the ops and
+# the engine, and both modules build on Tensor, which is complete by this line.
+from . import engine as _engine  # noqa: E402
+from . import ops as _ops  # noqa: E402
+from .function import _dead, _state  # noqa: E402

@@ -384,7 +384,7 @@ def test_backward_pauses_the_cycle_collector_and_restores_it():
         assert not gc.isenabled()  # a caller's choice is kept
     finally:
         gc.enable()
-    loss = Spy.apply(w).sum()
+    loss = Spy.apply(w).tanh().sum()
     loss.backward()
     with pytest.raises(RuntimeError):  # an error on the way out restores it too
         loss.backward()

@@ -251,9 +251,8 @@ def draw_graph(root, show_grads: bool = False, show_data: bool = True,
         else:
             source[id(node)] = f"op{i}"
         cut = False
-        for p, ref in zip(node.parents, node._inputs):
+        for p, c in zip(node.parents, node.inputs):
             if p is None:
-                c = ref()
                 if c is None:
                     continue
                 name = constants.get(id(c))
