@@ -185,7 +185,7 @@ def _send(node, in_grads: Any, pending: dict, owned: set) -> None:
     for p, pg in zip(edges, in_grads):
         if p is None or pg is None:
             continue
-        if type(pg) is not np.ndarray:
+        if type(pg) is not np.ndarray or pg.dtype.kind == "c":
             pg = _check_grad_type(node, edges.index(p), pg, p)
         if pg.shape != p.out_shape:  # the input's shape is its node's output shape
             raise GradShapeError(
