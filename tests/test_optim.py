@@ -561,3 +561,98 @@ def test_a_good_hyperparameter_set_mid_run_is_used():
     opt.step()
     np.testing.assert_array_equal(ps[0].data, [1.0 - 0.05 - 0.25, 2.0 - 0.05 - 0.25])
     assert opt.lr == 1.0 and type(opt.lr) is float
+
+
+# -------------------------------------------------- state_dict, as PyTorch's
+
+def _run(opt, ps, steps, seed=0):
+    rng = np.random.default_rng(seed)
+    for _ in range(steps):
+        for p in ps:
+            p.grad = rng.standard_normal(p.shape)
+        opt.step()
+
+
+def _fresh_params():
+    return [Tensor([1.0, 2.0], requires_grad=True), Tensor([[0.5, -1.0, 3.0]], requires_grad=True)]
+
+
+@pytest.mark.parametrize("name", ["sgd", "momentum", "nesterov", "adam"])
+def test_a_restored_optimizer_continues_exactly_as_the_original(name):
+    ps = _fresh_params()
+    opt = MAKERS[name](ps)
+    _run(opt, ps, 3)
+    sd = opt.state_dict()
+    assert list(sd) == ["state", "param_groups", "steps"] and sd["steps"] == 3
+    assert sd["param_groups"][0]["params"] == [0, 1] and sd["param_groups"][0]["lr"] == opt.lr
+    twin_ps = [Tensor(p.data.copy(), requires_grad=True) for p in ps]
+    twin = MAKERS[name](twin_ps)
+    twin.lr = 0.5                                       # overwritten by the load
+    twin.load_state_dict(sd)
+    assert twin.lr == opt.lr and twin.steps == 3
+    for i, s in opt.state.items():                      # copies, not the original's arrays
+        for k, v in s.items():
+            assert not isinstance(v, np.ndarray) or not np.shares_memory(v, twin.state[i][k])
+    _run(opt, ps, 2, seed=1)
+    _run(twin, twin_ps, 2, seed=1)
+    for p, q in zip(ps, twin_ps):
+        assert p.data.tobytes() == q.data.tobytes()
+
+
+@needs_torch
+def test_the_state_dict_layout_is_pytorchs():
+    w = Tensor([1.0, 2.0], requires_grad=True)
+    ours = optim.SGD([w], lr=0.1, momentum=0.9)
+    tw = torch.tensor([1.0, 2.0], requires_grad=True)
+    theirs = torch.optim.SGD([tw], lr=0.1, momentum=0.9)
+    w.grad, tw.grad = np.ones(2), torch.ones(2)
+    ours.step()
+    theirs.step()
+    a, b = ours.state_dict(), theirs.state_dict()
+    assert set(b) <= set(a) and list(a["state"]) == list(b["state"]) == [0]
+    assert a["param_groups"][0]["params"] == b["param_groups"][0]["params"] == [0]
+    for key in ("lr", "momentum", "weight_decay", "nesterov"):
+        assert a["param_groups"][0][key] == b["param_groups"][0][key], key
+    np.testing.assert_array_equal(a["state"][0]["momentum"], b["state"][0]["momentum_buffer"].numpy())
+
+
+def _adam_sd():
+    ps = _fresh_params()
+    opt = MAKERS["adam"](ps)
+    _run(opt, ps, 2)
+    return opt.state_dict()
+
+
+@pytest.mark.parametrize("spoil, err, msg", [
+    (lambda sd: sd["state"][1].pop("v"), KeyError, r"the state of parameter 1 has no 'v'"),
+    (lambda sd: sd["state"][0].update(m=np.zeros(3)), RuntimeError,
+     r"parameter 0 has shape \(2,\) but its state 'm' has shape \(3,\)"),
+    (lambda sd: sd["state"][0].update(exp_avg=np.zeros(2)), KeyError, r"holds \['exp_avg'\], which Adam does not keep"),
+    (lambda sd: sd["state"].update({5: {}}), ValueError, r"keyed by 5, not a parameter index from 0 to 1"),
+    (lambda sd: sd["param_groups"][0].update(lr="0.01"), TypeError, r"Adam: lr must be a number"),
+    (lambda sd: sd["param_groups"][0].update(betas=(0.9, 1.5)), ValueError, r"Adam: betas\[1\] must be in"),
+    (lambda sd: sd["param_groups"][0].pop("eps"), ValueError, r"hyperparameters .* expected"),
+    (lambda sd: sd["param_groups"][0].update(params=[0]), ValueError, r"this optimizer has 2 parameters"),
+    (lambda sd: sd["param_groups"].append({}), ValueError, r"one parameter group"),
+    (lambda sd: sd.update(steps=-1), ValueError, r"steps must be an integer >= 0"),
+    (lambda sd: sd.pop("state"), ValueError, r"expected the keys 'state', 'param_groups'"),
+], ids=["no-v", "m-shape", "torch-name", "index", "lr-str", "beta", "no-eps", "params", "groups",
+        "steps", "no-state"])
+def test_a_state_dict_that_does_not_fit_is_refused_and_changes_nothing(spoil, err, msg):
+    ps = _fresh_params()
+    opt = MAKERS["adam"](ps)
+    _run(opt, ps, 1, seed=5)
+    before = (_snapshot(opt), opt.lr, opt.b1, opt.b2, opt.eps)
+    sd = _adam_sd()
+    spoil(sd)
+    with pytest.raises(err, match=msg):
+        opt.load_state_dict(sd)
+    assert (_snapshot(opt), opt.lr, opt.b1, opt.b2, opt.eps) == before
+
+
+def test_an_sgd_state_dict_does_not_load_into_adam():
+    ps = _fresh_params()
+    sgd = MAKERS["momentum"](ps)
+    _run(sgd, ps, 1)
+    with pytest.raises(ValueError, match=r"the saved group has hyperparameters .*momentum.*nesterov"):
+        MAKERS["adam"](ps).load_state_dict(sgd.state_dict())
