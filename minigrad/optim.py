@@ -157,7 +157,10 @@ class Optimizer:
         raise NotImplementedError
 
     def _state_fits(self, s, shape: tuple) -> bool:
-        """The common case, quickly (each subclass spells out its own buffers)."""
+        """The common case, quickly; False sends ``s`` to the full ``_check_state``.
+
+        Each subclass spells out its own buffers here.
+        """
         return False
 
     def _check_state(self, where: str, i: int, p: Tensor, s) -> None:
@@ -207,8 +210,11 @@ class Optimizer:
         return {"lr": self.lr, "check_finite": self.check_finite}
 
     def _set_hyper(self, group: Mapping) -> None:
+        if not isinstance(group["check_finite"], (bool, np.bool_)):
+            raise TypeError(f"{type(self).__name__}: check_finite must be True or False, got "
+                            f"{group['check_finite']!r}")
         self.lr = group["lr"]
-        self.check_finite = group["check_finite"]
+        self.check_finite = bool(group["check_finite"])
 
     def state_dict(self) -> dict:
         """The optimizer's state in PyTorch's layout, plus the step count.

@@ -182,9 +182,7 @@ def _decode(node: Any, arrays: dict[str, np.ndarray], used: set[str], path, wher
         if a.dtype.kind != "f":
             raise DataFileError(f"load: {path}: the Tensor at {where} has dtype {a.dtype}; a "
                                 f"Tensor holds floating-point numbers")
-        t = Tensor._make(a, requires_grad=node["requires_grad"])
-        t.name = node["name"]
-        return t
+        return Tensor(a, requires_grad=node["requires_grad"], dtype=a.dtype, name=node["name"])
     raise bad
 
 

@@ -636,8 +636,9 @@ def _adam_sd():
     (lambda sd: sd["param_groups"].append({}), ValueError, r"one parameter group"),
     (lambda sd: sd.update(steps=-1), ValueError, r"steps must be an integer >= 0"),
     (lambda sd: sd.pop("state"), ValueError, r"expected the keys 'state', 'param_groups'"),
+    (lambda sd: sd["param_groups"][0].update(check_finite="no"), TypeError, r"check_finite must be True or False"),
 ], ids=["no-v", "m-shape", "torch-name", "index", "lr-str", "beta", "no-eps", "params", "groups",
-        "steps", "no-state"])
+        "steps", "no-state", "check-finite"])
 def test_a_state_dict_that_does_not_fit_is_refused_and_changes_nothing(spoil, err, msg):
     ps = _fresh_params()
     opt = MAKERS["adam"](ps)
