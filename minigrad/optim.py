@@ -345,7 +345,8 @@ class SGD(Optimizer):
         if not isinstance(nesterov, (bool, np.bool_)):
             raise TypeError(f"SGD: nesterov must be True or False, got {nesterov!r}")
         super()._set_hyper(group)
-        self.momentum, self.weight_decay, self.nesterov = group["momentum"], group["weight_decay"], bool(nesterov)
+        self.momentum, self.weight_decay = group["momentum"], group["weight_decay"]
+        self.nesterov = bool(nesterov)
 
     def _update(self, i: int, p: Tensor) -> None:
         d, g, mu = p.data, p.grad, self.momentum

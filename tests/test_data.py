@@ -348,7 +348,8 @@ def test_a_zip_bomb_is_refused_before_it_is_inflated(tmp_path):
 
 
 def test_the_cap_counts_all_members_together(tmp_path):
-    path = _zip(tmp_path / "two.npz", {"a.npy": _npy_bytes(np.zeros(1000)), "b.npy": _npy_bytes(np.zeros(1000))})
+    two = {"a.npy": _npy_bytes(np.zeros(1000)), "b.npy": _npy_bytes(np.zeros(1000))}
+    path = _zip(tmp_path / "two.npz", two)
     assert sorted(load_npz(path, max_bytes=2 * 8128 + 256)) == ["a", "b"]
     with pytest.raises(DataFileError, match=r"member 'b.npy' holds 8,128 bytes .* 16,256 bytes with "
                                             r"the members before it"):

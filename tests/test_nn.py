@@ -373,7 +373,8 @@ def test_init_errors():
 # ------------------------------------------------------- state_dict, as PyTorch's
 
 def _bn_model(seed):
-    return nn.Sequential(nn.Linear(3, 4, rng=seed), nn.BatchNorm1d(4), nn.ReLU(), nn.Linear(4, 2, rng=seed + 1))
+    return nn.Sequential(nn.Linear(3, 4, rng=seed), nn.BatchNorm1d(4), nn.ReLU(),
+                         nn.Linear(4, 2, rng=seed + 1))
 
 
 def _trained(seed=0):
@@ -398,7 +399,8 @@ def test_state_dict_names_parameters_and_buffers_by_dotted_path():
                         "layers.1.running_mean", "layers.1.running_var", "layers.1.num_batches_tracked",
                         "layers.3.weight", "layers.3.bias"]
     assert sd["layers.0.weight"] is model[0].weight.data        # the module's own arrays, as PyTorch's
-    assert sd["layers.1.num_batches_tracked"].dtype == np.int64 and int(sd["layers.1.num_batches_tracked"]) == 3
+    count = sd["layers.1.num_batches_tracked"]
+    assert count.dtype == np.int64 and int(count) == 3
     assert not np.all(sd["layers.1.running_mean"] == 0)          # the buffers have moved
 
 
@@ -434,7 +436,8 @@ def test_loading_bumps_the_version_so_stale_graphs_fail():
     (lambda sd: sd.update({"layers.1.running_var": np.ones(5)}), r"size mismatch for layers.1.running_var"),
     (lambda sd: sd.update({"layers.1.num_batches_tracked": np.array(2.5)}),
      r"'layers.1.num_batches_tracked': expected a non-negative integer"),
-    (lambda sd: sd.update({"layers.0.bias": np.array(["a"] * 4)}), r"'layers.0.bias': expected a real numeric"),
+    (lambda sd: sd.update({"layers.0.bias": np.array(["a"] * 4)}),
+     r"'layers.0.bias': expected a real numeric"),
     (lambda sd: sd.update({"layers.0.bias": np.ones(4) * 1j}), r"'layers.0.bias': expected a real numeric"),
 ], ids=["missing", "unexpected", "shape", "buffer-shape", "counter", "strings", "complex"])
 def test_a_strict_load_that_does_not_fit_changes_nothing(spoil, msg):
@@ -482,7 +485,8 @@ def test_a_non_strict_load_reports_and_skips_the_keys_that_do_not_match():
 
 def test_load_state_dict_takes_tensors_and_refuses_a_non_mapping():
     model, target = _bn_model(0), _bn_model(1)
-    target.load_state_dict({k: Tensor(v) if v.dtype.kind == "f" else v for k, v in model.state_dict().items()})
+    target.load_state_dict({k: Tensor(v) if v.dtype.kind == "f" else v
+                            for k, v in model.state_dict().items()})
     np.testing.assert_array_equal(target[0].weight.data, model[0].weight.data)
     with pytest.raises(TypeError, match="load_state_dict: expected a dict of arrays, got list"):
         target.load_state_dict([1, 2])
@@ -499,11 +503,15 @@ def test_state_dict_keys_match_torch_nn_for_the_same_structure():
     class TorchNet(torch.nn.Module):
         def __init__(self):
             super().__init__()
-            self.fc1, self.norm, self.fc2 = torch.nn.Linear(5, 8), torch.nn.BatchNorm1d(8), torch.nn.Linear(8, 3)
+            self.fc1, self.norm = torch.nn.Linear(5, 8), torch.nn.BatchNorm1d(8)
+            self.fc2 = torch.nn.Linear(8, 3)
 
     ours, theirs = Net().state_dict(), TorchNet().state_dict()
     assert list(ours) == list(theirs)
     for k in ours:                      # minigrad stores W as (in, out): the transpose of PyTorch's
-        want = tuple(theirs[k].shape)[::-1] if k.endswith("weight") and theirs[k].ndim == 2 else tuple(theirs[k].shape)
+        want = tuple(theirs[k].shape)
+        if k.endswith("weight") and theirs[k].ndim == 2:
+            want = want[::-1]
         assert ours[k].shape == want, k
-    assert ours["norm.num_batches_tracked"].dtype == np.int64 == theirs["norm.num_batches_tracked"].numpy().dtype
+    count = theirs["norm.num_batches_tracked"].numpy()
+    assert ours["norm.num_batches_tracked"].dtype == np.int64 == count.dtype

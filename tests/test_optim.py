@@ -627,7 +627,8 @@ def _adam_sd():
     (lambda sd: sd["state"][1].pop("v"), KeyError, r"the state of parameter 1 has no 'v'"),
     (lambda sd: sd["state"][0].update(m=np.zeros(3)), RuntimeError,
      r"parameter 0 has shape \(2,\) but its state 'm' has shape \(3,\)"),
-    (lambda sd: sd["state"][0].update(exp_avg=np.zeros(2)), KeyError, r"holds \['exp_avg'\], which Adam does not keep"),
+    (lambda sd: sd["state"][0].update(exp_avg=np.zeros(2)), KeyError,
+     r"holds \['exp_avg'\], which Adam does not keep"),
     (lambda sd: sd["state"].update({5: {}}), ValueError, r"keyed by 5, not a parameter index from 0 to 1"),
     (lambda sd: sd["param_groups"][0].update(lr="0.01"), TypeError, r"Adam: lr must be a number"),
     (lambda sd: sd["param_groups"][0].update(betas=(0.9, 1.5)), ValueError, r"Adam: betas\[1\] must be in"),
@@ -636,7 +637,8 @@ def _adam_sd():
     (lambda sd: sd["param_groups"].append({}), ValueError, r"one parameter group"),
     (lambda sd: sd.update(steps=-1), ValueError, r"steps must be an integer >= 0"),
     (lambda sd: sd.pop("state"), ValueError, r"expected the keys 'state', 'param_groups'"),
-    (lambda sd: sd["param_groups"][0].update(check_finite="no"), TypeError, r"check_finite must be True or False"),
+    (lambda sd: sd["param_groups"][0].update(check_finite="no"), TypeError,
+     r"check_finite must be True or False"),
 ], ids=["no-v", "m-shape", "torch-name", "index", "lr-str", "beta", "no-eps", "params", "groups",
         "steps", "no-state", "check-finite"])
 def test_a_state_dict_that_does_not_fit_is_refused_and_changes_nothing(spoil, err, msg):

@@ -28,14 +28,18 @@ def trained(seed=0, steps=3):
 
 def same_model(a, b):
     sa, sb = a.state_dict(), b.state_dict()
-    return list(sa) == list(sb) and all(sa[k].dtype == sb[k].dtype and np.array_equal(sa[k], sb[k]) for k in sa)
+    return list(sa) == list(sb) and all(sa[k].dtype == sb[k].dtype and np.array_equal(sa[k], sb[k])
+                                        for k in sa)
 
 
 def same_optimizer_state(a, b):
     sa, sb = a.state_dict(), b.state_dict()
-    if sa["param_groups"] != sb["param_groups"] or sa["steps"] != sb["steps"] or sa["state"].keys() != sb["state"].keys():
+    if sa["param_groups"] != sb["param_groups"] or sa["steps"] != sb["steps"]:
         return False
-    return all(s.keys() == sb["state"][i].keys() and all(np.array_equal(v, sb["state"][i][k]) for k, v in s.items())
+    if sa["state"].keys() != sb["state"].keys():
+        return False
+    return all(s.keys() == sb["state"][i].keys()
+               and all(np.array_equal(v, sb["state"][i][k]) for k, v in s.items())
                for i, s in sa["state"].items())
 
 
@@ -144,7 +148,8 @@ def test_a_file_that_was_not_written_by_save_is_refused(tmp_path, change, msg):
 
 def test_plain_npz_files_and_pickles_are_refused(tmp_path):
     np.savez(tmp_path / "plain.npz", x=np.ones(2))
-    with pytest.raises(DataFileError, match="has no structure.json member; it was not written by minigrad.save"):
+    with pytest.raises(DataFileError, match="has no structure.json member; it was not written by "
+                                            "minigrad.save"):
         minigrad.load(tmp_path / "plain.npz")
     np.savez(tmp_path / "obj.npz", x=np.array([{"a": 1}], dtype=object))
     with pytest.raises(DataFileError, match="holds Python objects"):
