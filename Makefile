@@ -169,6 +169,9 @@ if origin == "command line":
         sys.exit("make: TOKEN is empty. Leave it out to get a fresh token, or pass one: make lab TOKEN=...")
     if not re.fullmatch(r"[A-Za-z0-9._~-]+", token):
         sys.exit("make: TOKEN may hold only letters, digits and . _ ~ - (it goes into a URL).")
+    if len(token) < 16:
+        sys.exit(f"make: TOKEN is too short to keep the lab private ({len(token)} of at least 16 "
+                 f"characters). Leave TOKEN out to get a fresh one, or pass a longer one.")
 else:
     token = secrets.token_hex(24)
 

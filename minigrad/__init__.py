@@ -62,3 +62,4 @@ def __getattr__(name):
     if name in _LAZY:
         return _importlib.import_module(f".{name}", __name__)
     raise AttributeError(f"module 'minigrad' has no attribute {name!r}")
+from .serialization import load, save  # noqa: E402, F401  (after the core: it saves Tensors)

@@ -28,7 +28,7 @@ import numpy as np
 
 from . import random as _random
 
-__all__ = ["DIGITS_PATH", "DIGITS_SHA256", "DataFileError", "sha256_of", "load_npz",
+__all__ = ["DIGITS_PATH", "DIGITS_SHA256", "DEFAULT_MAX_BYTES", "DataFileError", "sha256_of", "load_npz",
            "load_digits", "train_test_split", "batches"]
 
 DIGITS_PATH = Path(__file__).resolve().parent / "datasets" / "digits.npz"
@@ -50,7 +50,26 @@ def sha256_of(path: str | Path) -> str:
     return h.hexdigest()
 
 
-def load_npz(path: str | Path, sha256: str | None = None) -> dict[str, np.ndarray]:
+DEFAULT_MAX_BYTES = 1 << 26  # 64 MiB: what load_npz inflates at most, unless told more
+_READ_BLOCK = 1 << 20        # bytes read from a member at a time
+
+
+def _check_sha256(sha256, where: str) -> str:
+    """The checksum in lower case without surrounding whitespace, or a clear error."""
+    if not isinstance(sha256, str):
+        raise TypeError(f"{where}: sha256 must be a string of 64 hexadecimal digits, got "
+                        f"{type(sha256).__name__}")
+    digest = sha256.strip().lower()
+    if len(digest) != 64 or any(c not in "0123456789abcdef" for c in digest):
+        raise ValueError(f"{where}: {sha256!r} is not a SHA-256 checksum: expected 64 hexadecimal "
+                         f"digits, got {len(digest)} characters"
+                         + ("" if len(digest) != 64 else " with some that are not hexadecimal")
+                         + ". The checksum is malformed, not the file")
+    return digest
+
+
+def load_npz(path: str | Path, sha256: str | None = None,
+             max_bytes: int = DEFAULT_MAX_BYTES) -> dict[str, np.ndarray]:
     """Every array of an ``.npz`` file, read strictly and without pickle.
 
     Strict even without a checksum: every member of the zip archive must be a
@@ -59,30 +78,54 @@ def load_npz(path: str | Path, sha256: str | None = None) -> dict[str, np.ndarra
     and the bytes the header announces must be exactly the bytes the member
     holds. That is checked against the member's size in the zip directory before
     anything is allocated, so a small file whose header claims 10^12 numbers is
-    refused instead of exhausting memory. Nothing is ever unpickled.
+    refused instead of exhausting memory. The members' inflated sizes, added up
+    from the zip directory, may not exceed ``max_bytes`` (64 MiB by default): a
+    compressed file of a quarter megabyte that would inflate to 256 MB (a "zip
+    bomb") is refused before anything is inflated. Each array is read straight
+    into its own memory, a megabyte at a time, so reading needs no second copy.
+    Nothing is ever unpickled.
 
     Args:
         path: the file.
-        sha256: if given, the file's SHA-256 must equal it (checked before reading).
+        sha256: if given, the file's SHA-256 must equal it (checked before
+            reading); upper case and surrounding whitespace (a trailing
+            newline) are ignored.
+        max_bytes: the cap on the inflated size of all members together.
 
     Raises:
         FileNotFoundError: the file does not exist.
-        DataFileError: wrong checksum, not a zip archive, a member that is not a
-            well-formed ``.npy`` array, sizes that do not match, a truncated or
-            corrupt member, or an object array; the message says which.
+        TypeError, ValueError: ``sha256`` is not 64 hexadecimal digits, or
+            ``max_bytes`` is not a positive integer (the arguments, not the file).
+        DataFileError: wrong checksum, not a zip archive, members too large
+            together, a member that is not a well-formed ``.npy`` array, sizes
+            that do not match, a truncated or corrupt member, or an object
+            array; the message says which.
     """
     path = Path(path)
+    digest = None if sha256 is None else _check_sha256(sha256, "load_npz")
+    if isinstance(max_bytes, bool) or not isinstance(max_bytes, (int, np.integer)) or max_bytes < 1:
+        raise ValueError(f"load_npz: max_bytes must be a positive integer, got {max_bytes!r}")
     if not path.is_file():
         raise FileNotFoundError(f"load_npz: no file at {path}")
-    if sha256 is not None:
+    if digest is not None:
         actual = sha256_of(path)
-        if actual != sha256:
-            raise DataFileError(f"load_npz: {path} has SHA-256 {actual}, expected {sha256}; "
+        if actual != digest:
+            raise DataFileError(f"load_npz: {path} has SHA-256 {actual}, expected {digest}; "
                                 f"the file is corrupt or has been changed")
     arrays: dict[str, np.ndarray] = {}
     try:
         with zipfile.ZipFile(path) as zf:
-            for info in zf.infolist():
+            infos = zf.infolist()
+            total = 0
+            for info in infos:  # the directory's sizes, before anything is inflated
+                total += info.file_size
+                if total > max_bytes:
+                    raise DataFileError(
+                        f"load_npz: {path} would inflate to more than max_bytes={max_bytes:,} bytes: "
+                        f"member {info.filename!r} holds {info.file_size:,} bytes "
+                        f"({info.compress_size:,} compressed), {total:,} bytes with the members "
+                        f"before it. If the file is trusted, pass a larger max_bytes")
+            for info in infos:
                 name = info.filename
                 if not name.endswith(".npy"):
                     raise DataFileError(f"load_npz: member {name!r} of {path} is not an .npy array "
@@ -122,16 +165,27 @@ def _read_npy_member(zf: zipfile.ZipFile, info: zipfile.ZipInfo, path: Path) -> 
                                 f"(allow_pickle=False)")
         if any(n < 0 for n in shape):
             raise DataFileError(f"{where} has a negative size in its shape {shape}")
-        expected = math.prod(shape) * dtype.itemsize
+        count = math.prod(shape)
+        expected = count * dtype.itemsize
         stored = info.file_size - f.tell()
         if expected != stored:
             raise DataFileError(f"{where}: its header announces shape {shape} of {dtype} "
                                 f"({expected:,} bytes) but the member holds {stored:,} bytes after "
                                 f"the header; the file is truncated or corrupt")
-        data = f.read(expected + 1)  # one more byte would show a member longer than announced
-    if len(data) != expected:
-        raise DataFileError(f"{where} is truncated: {len(data):,} of {expected:,} data bytes")
-    arr = np.frombuffer(bytearray(data), dtype=dtype)
+        arr = np.empty(count, dtype=dtype)
+        got = 0
+        if expected:
+            raw = arr.view(np.uint8)  # the array's own bytes: each block is copied in once
+            while got < expected:
+                block = f.read(min(_READ_BLOCK, expected - got))
+                if not block:
+                    break
+                raw[got:got + len(block)] = np.frombuffer(block, dtype=np.uint8)
+                got += len(block)
+        longer = f.read(1)  # one more byte would show a member longer than announced
+    if got != expected or longer:
+        raise DataFileError(f"{where} is truncated: {got:,} of {expected:,} data bytes"
+                            if got != expected else f"{where} holds more data than its header announces")
     return arr.reshape(shape, order="F" if fortran else "C")
 
 

@@ -10,14 +10,15 @@ Weights are stored as (in_features, out_features), so a layer computes
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from typing import NamedTuple
 
 import numpy as np
 
 from . import random as _random
 from .tensor import Tensor
 
-__all__ = ["Module", "Linear", "Sequential", "MLP", "ReLU", "Tanh", "Sigmoid", "Dropout",
+__all__ = ["Module", "IncompatibleKeys", "Linear", "Sequential", "MLP", "ReLU", "Tanh", "Sigmoid", "Dropout",
            "Identity", "init_weights", "xavier_normal", "xavier_uniform", "he_normal",
            "he_uniform", "normal", "calculate_gain"]
 
@@ -182,6 +183,13 @@ def init_weights(init: str | Callable[..., np.ndarray], fan_in: int, fan_out: in
 
 # ---------------------------------------------------------------- Module
 
+class IncompatibleKeys(NamedTuple):
+    """What ``load_state_dict(..., strict=False)`` did not load, as PyTorch's named tuple."""
+
+    missing_keys: list[str]
+    unexpected_keys: list[str]
+
+
 class Module:
     """Base class: subclasses set Tensors and Modules as attributes and define forward."""
 
@@ -233,6 +241,103 @@ class Module:
 
     def num_parameters(self) -> int:
         return sum(p.size for p in self.parameters())
+
+    # ------------------------------------------------------------ keeping it
+    # Integer attributes that belong to the module's state, beside its Tensors
+    # (BatchNorm1d's count of training batches).
+    _counters: tuple[str, ...] = ()
+
+    def _state_entries(self, prefix: str = "", seen: set[int] | None = None
+                       ) -> Iterator[tuple[str, Module, str | None, Tensor | None]]:
+        """(dotted name, owning module, counter name, tensor): every entry of the state."""
+        seen = set() if seen is None else seen
+        for name, value in vars(self).items():
+            items = value if isinstance(value, (list, tuple)) else [value]
+            for i, v in enumerate(items):
+                full = f"{prefix}{name}" + (f".{i}" if isinstance(value, (list, tuple)) else "")
+                if isinstance(v, Tensor) and id(v) not in seen:
+                    seen.add(id(v))
+                    yield full, self, None, v
+                elif isinstance(v, Module):
+                    yield from v._state_entries(full + ".", seen)
+        for name in self._counters:
+            yield f"{prefix}{name}", self, name, None
+
+    def state_dict(self) -> dict[str, np.ndarray]:
+        """Every parameter and buffer by dotted name, as PyTorch's ``Module.state_dict()``.
+
+        Names follow the attributes: ``layers.0.weight`` for the first layer of
+        a ``Sequential``/``MLP`` (whose layers live in ``.layers``), ``weight``,
+        ``bias``. Buffers are the Tensors that need no gradient, such as
+        BatchNorm1d's ``running_mean`` and ``running_var``, and its
+        ``num_batches_tracked`` (as a 0-d int64 array). As in PyTorch the arrays
+        are the module's own, not copies: take ``copy.deepcopy(sd)`` to keep a
+        snapshot while training goes on, or write it with ``minigrad.save``.
+        """
+        sd: dict[str, np.ndarray] = {}
+        for key, module, counter, t in self._state_entries():
+            sd[key] = t.data if t is not None else np.array(getattr(module, counter), dtype=np.int64)
+        return sd
+
+    def load_state_dict(self, state_dict, strict: bool = True) -> IncompatibleKeys:
+        """Copy the arrays of ``state_dict`` into this module's parameters and buffers.
+
+        As PyTorch's: with ``strict`` (the default) the keys must be exactly
+        those of ``self.state_dict()``; a missing or an unexpected key, or an
+        entry whose shape differs from the module's, raises RuntimeError and
+        nothing is changed (everything is checked first). With
+        ``strict=False`` missing and unexpected keys are allowed and the others
+        loaded; shapes must still match. The numbers are copied in place (a
+        parameter keeps its identity, so an optimizer built on it stays valid;
+        its version counter goes up). Returns ``(missing_keys,
+        unexpected_keys)``, a named tuple as PyTorch's.
+        """
+        cls = type(self).__name__
+        if not isinstance(state_dict, Mapping):
+            raise TypeError(f"{cls}.load_state_dict: expected a dict of arrays, got "
+                            f"{type(state_dict).__name__}")
+        entries = {key: (module, counter, t) for key, module, counter, t in self._state_entries()}
+        missing = [k for k in entries if k not in state_dict]
+        unexpected = [k for k in state_dict if k not in entries]
+        errors = []
+        if strict and unexpected:
+            errors.append(f"Unexpected key(s) in state_dict: {', '.join(map(repr, unexpected))}.")
+        if strict and missing:
+            errors.append(f"Missing key(s) in state_dict: {', '.join(map(repr, missing))}.")
+        todo = []
+        for key, value in state_dict.items():
+            if key not in entries:
+                continue
+            module, counter, t = entries[key]
+            value = value.data if isinstance(value, Tensor) else value
+            arr = np.asarray(value) if isinstance(value, (np.ndarray, np.generic, int, float)) else None
+            if arr is None or arr.dtype.kind not in "biuf":
+                what = f"dtype {arr.dtype}" if arr is not None else type(value).__name__
+                errors.append(f"{key!r}: expected a real numeric array, got {what}.")
+            elif counter is not None:
+                if arr.shape != () or arr.dtype.kind not in "iu" or int(arr) < 0:
+                    errors.append(f"{key!r}: expected a non-negative integer, got {value!r}.")
+                else:
+                    todo.append((module, counter, int(arr)))
+            elif arr.shape != t.shape:
+                errors.append(f"size mismatch for {key}: copying a param with shape {arr.shape} "
+                              f"from checkpoint, the shape in current model is {t.shape}.")
+            elif not np.can_cast(arr.dtype, t.dtype, "same_kind"):
+                errors.append(f"{key!r}: cannot copy {arr.dtype} into the module's {t.dtype}.")
+            elif not t.data.flags.writeable:
+                errors.append(f"{key!r}: the module's array (shape {t.shape}) is read-only.")
+            else:
+                todo.append((t, None, arr))
+        if errors:
+            raise RuntimeError(f"Error(s) in loading state_dict for {cls}:\n\t" + "\n\t".join(errors)
+                               + "\nNothing was changed.")
+        for target, counter, value in todo:
+            if counter is not None:
+                setattr(target, counter, value)
+            else:
+                np.copyto(target.data, value, casting="same_kind")
+                target._vc[0] += 1  # an in-place change: values saved from it are now stale
+        return IncompatibleKeys(missing, unexpected)
 
 
 class Linear(Module):
@@ -496,6 +601,8 @@ class BatchNorm1d(Module):
         self.running_mean = Tensor(np.zeros(d), dtype=dtype)
         self.running_var = Tensor(np.ones(d), dtype=dtype)
         self.num_batches_tracked = 0
+
+    _counters = ("num_batches_tracked",)
 
     def forward(self, x: Tensor) -> Tensor:
         x = x if isinstance(x, Tensor) else Tensor(x, dtype=self.running_mean.dtype)

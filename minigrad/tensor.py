@@ -75,6 +75,21 @@ class Tensor:
         t._acc = _dead
         return t
 
+    # pickle and copy.deepcopy: a leaf is its numbers, grad, requires_grad and name; the
+    # graph bookkeeping (version counter, AccumulateGrad reference) starts afresh.
+    def __getstate__(self) -> dict:
+        if self.grad_fn is not None:
+            raise RuntimeError(f"Tensor: only a leaf can be pickled or deep-copied; this tensor "
+                               f"(shape {self.shape}) was computed by '{self.op}' and belongs to a "
+                               f"graph. Keep t.detach() instead, or the leaves it came from")
+        return {"data": self.data, "grad": self.grad, "requires_grad": self.requires_grad,
+                "name": self.name}
+
+    def __setstate__(self, state: dict) -> None:
+        self.data, self.grad = state["data"], state["grad"]
+        self.requires_grad, self.name = state["requires_grad"], state["name"]
+        self.grad_fn, self._vc, self._view, self._acc = None, [0], None, _dead
+
     @property
     def op(self) -> str:
         """The name of the op that made this tensor (``""`` for a leaf)."""

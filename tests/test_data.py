@@ -319,3 +319,85 @@ def test_a_corrupt_compressed_member_is_refused(tmp_path):
     path.write_bytes(bytes(raw))
     with pytest.raises(DataFileError):
         load_npz(path)
+
+
+# ------------------------------------------------ zip bombs and checksums
+
+def _bomb(path, nbytes, name="x.npy"):
+    """A deflated .npy member of nbytes zeros: a few kilobytes on disk per megabyte inflated."""
+    import zipfile
+
+    with zipfile.ZipFile(path, "w", compression=zipfile.ZIP_DEFLATED) as zf:
+        with zf.open(name, "w", force_zip64=True) as f:
+            f.write(_header((nbytes // 8,)))
+            block = bytes(1 << 20)
+            for start in range(0, nbytes, len(block)):
+                f.write(block[:nbytes - start])
+    return path
+
+
+def test_a_zip_bomb_is_refused_before_it_is_inflated(tmp_path):
+    bomb = _bomb(tmp_path / "bomb.npz", 16 << 20)
+    assert bomb.stat().st_size < 64 << 10               # 16 MiB of zeros in under 64 KiB
+    with pytest.raises(DataFileError, match=r"bomb.npz would inflate to more than max_bytes=8,388,608 "
+                                            r"bytes: member 'x.npy' holds 16,777,344 bytes \([\d,]+ "
+                                            r"compressed\).*pass a larger max_bytes"):
+        load_npz(bomb, max_bytes=8 << 20)
+    assert data.DEFAULT_MAX_BYTES == 64 << 20           # the default refuses a 256 MB bomb too
+    assert load_npz(bomb, max_bytes=32 << 20)["x"].shape == (2 << 20,)   # a raised cap reads it
+
+
+def test_the_cap_counts_all_members_together(tmp_path):
+    two = {"a.npy": _npy_bytes(np.zeros(1000)), "b.npy": _npy_bytes(np.zeros(1000))}
+    path = _zip(tmp_path / "two.npz", two)
+    assert sorted(load_npz(path, max_bytes=2 * 8128 + 256)) == ["a", "b"]
+    with pytest.raises(DataFileError, match=r"member 'b.npy' holds 8,128 bytes .* 16,256 bytes with "
+                                            r"the members before it"):
+        load_npz(path, max_bytes=12000)
+
+
+def test_reading_makes_no_second_copy_of_an_array(tmp_path):
+    import tracemalloc
+
+    path = _bomb(tmp_path / "big.npz", 16 << 20)
+    tracemalloc.start()
+    try:
+        tracemalloc.reset_peak()
+        before = tracemalloc.get_traced_memory()[0]
+        x = load_npz(path)["x"]
+        peak = tracemalloc.get_traced_memory()[1] - before
+    finally:
+        tracemalloc.stop()
+    assert x.nbytes == 16 << 20 and not x.any() and x.flags.writeable
+    assert peak < 1.25 * x.nbytes, peak / x.nbytes      # the array and a 1 MiB block; it was 2x
+
+
+@pytest.mark.parametrize("spell", [str.upper, lambda s: s + "\n", lambda s: "  " + s.upper() + " \r\n"],
+                         ids=["upper", "newline", "spaces"])
+def test_a_checksum_in_another_spelling_is_accepted(tmp_path, spell):
+    path = tmp_path / "a.npz"
+    np.savez(path, a=np.arange(3))
+    assert load_npz(path, sha256=spell(data.sha256_of(path)))["a"].tolist() == [0, 1, 2]
+
+
+@pytest.mark.parametrize("checksum, err, msg", [
+    ("0" * 63, ValueError, r"'0{63}' is not a SHA-256 checksum: expected 64 hexadecimal digits, got "
+                           r"63 characters\. The checksum is malformed, not the file"),
+    ("g" * 64, ValueError, r"got 64 characters with some that are not hexadecimal"),
+    ("", ValueError, r"got 0 characters"),
+    (b"0" * 64, TypeError, r"sha256 must be a string of 64 hexadecimal digits, got bytes"),
+], ids=["short", "not-hex", "empty", "bytes"])
+def test_a_malformed_checksum_has_its_own_error(tmp_path, checksum, err, msg):
+    path = tmp_path / "a.npz"
+    np.savez(path, a=np.arange(3))
+    with pytest.raises(err, match=msg) as e:
+        load_npz(path, sha256=checksum)
+    assert not isinstance(e.value, DataFileError) and "corrupt" not in str(e.value)
+
+
+@pytest.mark.parametrize("cap", [0, -1, 1.5, True, "64"])
+def test_max_bytes_must_be_a_positive_integer(tmp_path, cap):
+    path = tmp_path / "a.npz"
+    np.savez(path, a=np.arange(3))
+    with pytest.raises(ValueError, match="max_bytes must be a positive integer"):
+        load_npz(path, max_bytes=cap)

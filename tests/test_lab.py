@@ -8,8 +8,9 @@ server to anyone (a plain `jupyter lab` started with it answers without a
 token), and that the course's lab does not: the API refuses a request without
 the token (403) and serves one with it (200), the server listens on 127.0.0.1
 only, the token is not in the process list, and the news feed and update
-check are off. They also check that an empty TOKEN is refused, that a given
-TOKEN is used, and that a server which answers without its token is stopped.
+check are off. They also check that an empty, unsafe or short (under 16
+characters) TOKEN is refused, that a given TOKEN is used, and that a server
+which answers without its token is stopped.
 
 Each server is started on a free localhost port and stopped at the end of its
 test; the whole file takes about 15 seconds.
@@ -211,8 +212,12 @@ def test_make_lab_uses_the_token_it_is_given(user_env, tmp_path, servers):
     assert status(port)[0] == 403 and status(port, token=token)[0] == 200
 
 
-@pytest.mark.parametrize("token, message", [("", "TOKEN is empty"), ("a b'c", "TOKEN may hold only")])
-def test_make_lab_refuses_an_empty_or_unsafe_token(user_env, tmp_path, token, message):
+@pytest.mark.parametrize("token, message", [
+    ("", "TOKEN is empty"), ("a b'c", "TOKEN may hold only"),
+    ("a", "TOKEN is too short to keep the lab private (1 of at least 16 characters)"),
+    ("abcdefghij12345", "TOKEN is too short to keep the lab private (15 of at least 16"),
+])
+def test_make_lab_refuses_an_empty_unsafe_or_short_token(user_env, tmp_path, token, message):
     port = free_port()
     done = subprocess.run(make_lab(user_env, tmp_path, port, f"TOKEN={token}"), cwd=ROOT, env=user_env,
                           capture_output=True, text=True, timeout=60)

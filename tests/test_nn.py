@@ -368,3 +368,150 @@ def test_init_errors():
         nn.he_normal(3, 2, rng="zero")
     with pytest.raises(ValueError, match="init_weights: fan_in must be a positive integer"):
         nn.init_weights("he", 0, 2)
+
+
+# ------------------------------------------------------- state_dict, as PyTorch's
+
+def _bn_model(seed):
+    return nn.Sequential(nn.Linear(3, 4, rng=seed), nn.BatchNorm1d(4), nn.ReLU(),
+                         nn.Linear(4, 2, rng=seed + 1))
+
+
+def _trained(seed=0):
+    model = _bn_model(seed)
+    rng = np.random.default_rng(seed)
+    opt = minigrad.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+    for _ in range(3):
+        opt.zero_grad()
+        model(Tensor(rng.standard_normal((8, 3)))).cross_entropy_with_logits(rng.integers(0, 2, 8)).backward()
+        opt.step()
+    return model, opt
+
+
+def _values(model):
+    return {k: np.array(v) for k, v in model.state_dict().items()}
+
+
+def test_state_dict_names_parameters_and_buffers_by_dotted_path():
+    model, _ = _trained()
+    sd = model.state_dict()
+    assert list(sd) == ["layers.0.weight", "layers.0.bias", "layers.1.weight", "layers.1.bias",
+                        "layers.1.running_mean", "layers.1.running_var", "layers.1.num_batches_tracked",
+                        "layers.3.weight", "layers.3.bias"]
+    assert sd["layers.0.weight"] is model[0].weight.data        # the module's own arrays, as PyTorch's
+    count = sd["layers.1.num_batches_tracked"]
+    assert count.dtype == np.int64 and int(count) == 3
+    assert not np.all(sd["layers.1.running_mean"] == 0)          # the buffers have moved
+
+
+def test_load_state_dict_round_trips_parameters_and_buffers():
+    model, _ = _trained(0)
+    fresh = _bn_model(7)
+    x = Tensor(np.random.default_rng(3).standard_normal((5, 3)))
+    before_w = fresh[0].weight
+    keys = fresh.load_state_dict(model.state_dict())
+    assert keys == ([], []) and keys.missing_keys == [] and keys.unexpected_keys == []
+    assert fresh[0].weight is before_w                           # copied in place: optimizers stay valid
+    for k, v in model.state_dict().items():
+        np.testing.assert_array_equal(fresh.state_dict()[k], v)
+    assert fresh[1].num_batches_tracked == 3 and type(fresh[1].num_batches_tracked) is int
+    model.eval(), fresh.eval()                                   # eval uses the running statistics
+    np.testing.assert_array_equal(fresh(x).data, model(x).data)
+
+
+def test_loading_bumps_the_version_so_stale_graphs_fail():
+    model, fresh = _bn_model(0), _bn_model(1)
+    loss = (fresh[0].weight * fresh[0].weight).sum()
+    fresh.load_state_dict(model.state_dict())
+    with pytest.raises(RuntimeError, match="version"):
+        loss.backward()
+
+
+@pytest.mark.parametrize("spoil, msg", [
+    (lambda sd: sd.pop("layers.3.bias"), r"Missing key\(s\) in state_dict: 'layers.3.bias'"),
+    (lambda sd: sd.update(extra=np.ones(2)), r"Unexpected key\(s\) in state_dict: 'extra'"),
+    (lambda sd: sd.update({"layers.3.weight": np.ones((2, 4))}),
+     r"size mismatch for layers.3.weight: copying a param with shape \(2, 4\) from checkpoint, the "
+     r"shape in current model is \(4, 2\)"),
+    (lambda sd: sd.update({"layers.1.running_var": np.ones(5)}), r"size mismatch for layers.1.running_var"),
+    (lambda sd: sd.update({"layers.1.num_batches_tracked": np.array(2.5)}),
+     r"'layers.1.num_batches_tracked': expected a non-negative integer"),
+    (lambda sd: sd.update({"layers.0.bias": np.array(["a"] * 4)}),
+     r"'layers.0.bias': expected a real numeric"),
+    (lambda sd: sd.update({"layers.0.bias": np.ones(4) * 1j}), r"'layers.0.bias': expected a real numeric"),
+], ids=["missing", "unexpected", "shape", "buffer-shape", "counter", "strings", "complex"])
+def test_a_strict_load_that_does_not_fit_changes_nothing(spoil, msg):
+    model, _ = _trained(0)
+    target = _bn_model(5)
+    before = _values(target)
+    versions = [p._version for p in target.parameters()]
+    sd = dict(model.state_dict())
+    spoil(sd)
+    with pytest.raises(RuntimeError, match=msg) as e:
+        target.load_state_dict(sd)
+    assert "Error(s) in loading state_dict for Sequential" in str(e.value)
+    after = _values(target)
+    assert after.keys() == before.keys() and all(np.array_equal(after[k], before[k]) for k in before)
+    assert [p._version for p in target.parameters()] == versions
+    assert target[1].num_batches_tracked == 0
+
+
+def test_every_problem_is_reported_at_once():
+    sd = dict(_bn_model(0).state_dict())
+    sd.pop("layers.0.bias")
+    sd["junk"] = np.ones(1)
+    sd["layers.3.bias"] = np.ones(3)
+    with pytest.raises(RuntimeError) as e:
+        _bn_model(1).load_state_dict(sd)
+    msg = str(e.value)
+    assert "'junk'" in msg and "'layers.0.bias'" in msg and "size mismatch for layers.3.bias" in msg
+
+
+def test_a_non_strict_load_reports_and_skips_the_keys_that_do_not_match():
+    model, _ = _trained(0)
+    target = _bn_model(5)
+    untouched = target[3].bias.data.copy()
+    sd = dict(model.state_dict())
+    sd.pop("layers.3.bias")
+    sd["head.scale"] = np.ones(2)
+    keys = target.load_state_dict(sd, strict=False)
+    assert keys.missing_keys == ["layers.3.bias"] and keys.unexpected_keys == ["head.scale"]
+    assert type(keys).__name__ == "IncompatibleKeys" and keys._fields == ("missing_keys", "unexpected_keys")
+    np.testing.assert_array_equal(target[3].bias.data, untouched)
+    np.testing.assert_array_equal(target[0].weight.data, model[0].weight.data)
+    with pytest.raises(RuntimeError, match="size mismatch"):   # shapes still count, as in PyTorch
+        target.load_state_dict({"layers.3.bias": np.ones(7)}, strict=False)
+
+
+def test_load_state_dict_takes_tensors_and_refuses_a_non_mapping():
+    model, target = _bn_model(0), _bn_model(1)
+    target.load_state_dict({k: Tensor(v) if v.dtype.kind == "f" else v
+                            for k, v in model.state_dict().items()})
+    np.testing.assert_array_equal(target[0].weight.data, model[0].weight.data)
+    with pytest.raises(TypeError, match="load_state_dict: expected a dict of arrays, got list"):
+        target.load_state_dict([1, 2])
+
+
+@needs_torch
+def test_state_dict_keys_match_torch_nn_for_the_same_structure():
+    # The same attribute names on both sides: minigrad's Sequential keeps its layers in .layers
+    # (layers.0.weight), torch.nn.Sequential at the top (0.weight), so the two are built alike here.
+    class Net(nn.Module):
+        def __init__(self):
+            self.fc1, self.norm, self.fc2 = nn.Linear(5, 8, rng=0), nn.BatchNorm1d(8), nn.Linear(8, 3, rng=1)
+
+    class TorchNet(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc1, self.norm = torch.nn.Linear(5, 8), torch.nn.BatchNorm1d(8)
+            self.fc2 = torch.nn.Linear(8, 3)
+
+    ours, theirs = Net().state_dict(), TorchNet().state_dict()
+    assert list(ours) == list(theirs)
+    for k in ours:                      # minigrad stores W as (in, out): the transpose of PyTorch's
+        want = tuple(theirs[k].shape)
+        if k.endswith("weight") and theirs[k].ndim == 2:
+            want = want[::-1]
+        assert ours[k].shape == want, k
+    count = theirs["norm.num_batches_tracked"].numpy()
+    assert ours["norm.num_batches_tracked"].dtype == np.int64 == count.dtype

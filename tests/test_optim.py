@@ -372,3 +372,290 @@ def test_a_nan_gradient_is_applied_by_default_as_in_pytorch():
     w.grad = np.array([np.nan, 1.0])
     opt.step()
     assert np.isnan(w.data[0]) and w.data[1] == 1.9 and opt.steps == 1
+
+
+# ------------------------------------------- in place, without temporaries
+
+import tracemalloc  # noqa: E402
+
+BIG = (784, 128)    # the first layer of a digits MLP: 802,816 bytes of float64
+
+MAKERS = {
+    "sgd": lambda ps: optim.SGD(ps, lr=0.1),
+    "sgd-decay": lambda ps: optim.SGD(ps, lr=0.1, weight_decay=0.01),
+    "momentum": lambda ps: optim.SGD(ps, lr=0.1, momentum=0.9, weight_decay=0.01),
+    "nesterov": lambda ps: optim.SGD(ps, lr=0.1, momentum=0.9, weight_decay=0.01, nesterov=True),
+    "adam": lambda ps: optim.Adam(ps, lr=0.01, weight_decay=0.01),
+}
+
+
+def _peak_extra(fn) -> int:
+    """Bytes allocated at the peak of fn() beyond what was allocated before it (tracemalloc)."""
+    was_tracing = tracemalloc.is_tracing()
+    if not was_tracing:
+        tracemalloc.start()
+    try:
+        tracemalloc.reset_peak()
+        before = tracemalloc.get_traced_memory()[0]
+        fn()
+        return tracemalloc.get_traced_memory()[1] - before
+    finally:
+        if not was_tracing:
+            tracemalloc.stop()
+
+
+@pytest.mark.parametrize("name, bound", [("sgd", 0.25), ("sgd-decay", 0.25), ("momentum", 0.25),
+                                         ("nesterov", 0.25), ("adam", 0.5)])
+def test_a_step_makes_no_temporary_of_the_parameters_size(name, bound):
+    # PyTorch's p.add_(g, alpha=-lr) makes no temporary; a step here did (1.0x the parameter's
+    # bytes for SGD, 4.0x for Adam). Now: SGD none at all, Adam less than its one allowed
+    # denominator; only blocks of 64 KiB.
+    rng = np.random.default_rng(0)
+    w = Tensor(rng.standard_normal(BIG), requires_grad=True)
+    w.grad = rng.standard_normal(BIG)
+    opt = MAKERS[name]([w])
+    size = w.data.nbytes
+    first = _peak_extra(opt.step)                    # the buffers are made here
+    assert first <= opt.state_nbytes() + bound * size, (name, first / size)
+    steady = _peak_extra(opt.step)
+    assert steady <= bound * size, (name, steady / size)
+
+
+@pytest.mark.parametrize("name", list(MAKERS))
+@pytest.mark.parametrize("layout", ["contiguous", "transposed", "float32"])
+def test_blockwise_updates_equal_the_whole_array_formula_bit_for_bit(name, layout):
+    # a parameter larger than one block is updated block by block; the numbers must not change
+    rng = np.random.default_rng(1)
+    data = rng.standard_normal(BIG)
+    if layout == "transposed":
+        data = np.ascontiguousarray(data.T).T      # a Fortran-ordered parameter: non-contiguous rows
+    w = Tensor(data, requires_grad=True, dtype=np.float32 if layout == "float32" else None)
+    if layout == "transposed":
+        w.data = data.copy(order="F")
+    ref, m, v = w.data.copy(), 0.0, 0.0
+    opt = MAKERS[name]([w])
+    for t in range(1, 4):
+        g = rng.standard_normal(BIG).astype(w.dtype)
+        w.grad = g
+        opt.step()
+        if name == "adam":
+            g = g + 0.01 * ref
+            m = 0.9 * m + (1 - 0.9) * g
+            v = 0.999 * v + (1 - 0.999) * g * g
+            ref = ref - 0.01 * (m / (1 - 0.9 ** t)) / (np.sqrt(v / (1 - 0.999 ** t)) + 1e-8)
+        elif name in ("momentum", "nesterov"):
+            g = g + 0.01 * ref
+            m = g if t == 1 else 0.9 * m + g
+            ref = ref - 0.1 * ((g + 0.9 * m) if name == "nesterov" else m)
+        else:
+            ref = ref - 0.1 * ((g + 0.01 * ref) if name == "sgd-decay" else g)
+        ref = ref.astype(w.dtype)
+        np.testing.assert_array_equal(w.data, ref, err_msg=f"{name}, {layout}, step {t}")
+    assert w.data.flags.f_contiguous == (layout == "transposed")   # updated where it lives
+
+
+@needs_torch
+@pytest.mark.parametrize("name", list(MAKERS))
+def test_large_parameter_updates_match_torch_optim(name):
+    rng = np.random.default_rng(2)
+    w = Tensor(rng.standard_normal(BIG), requires_grad=True)
+    tw = torch.tensor(w.data.copy(), requires_grad=True)
+    opt = MAKERS[name]([w])
+    kw = {"sgd": dict(lr=0.1), "sgd-decay": dict(lr=0.1, weight_decay=0.01),
+          "momentum": dict(lr=0.1, momentum=0.9, weight_decay=0.01),
+          "nesterov": dict(lr=0.1, momentum=0.9, weight_decay=0.01, nesterov=True),
+          "adam": dict(lr=0.01, weight_decay=0.01)}[name]
+    theirs = (torch.optim.Adam if name == "adam" else torch.optim.SGD)([tw], **kw)
+    for _ in range(6):
+        g = rng.standard_normal(BIG)
+        w.grad, tw.grad = g, torch.tensor(g)
+        opt.step()
+        theirs.step()
+    np.testing.assert_allclose(w.data, tw.detach().numpy(), rtol=1e-9, atol=1e-12)
+
+
+def test_nesterov_needs_momentum():
+    with pytest.raises(ValueError, match="SGD: Nesterov momentum needs a momentum > 0"):
+        optim.SGD([Tensor([1.0], requires_grad=True)], lr=0.1, nesterov=True)
+
+
+# ------------------------------------- a state that does not fit: nothing moves
+
+def _two_step_setup(make):
+    ps = [Tensor([1.0, 2.0], requires_grad=True), Tensor([3.0, -1.0, 0.5], requires_grad=True, name="w")]
+    opt = make(ps)
+    for p in ps:
+        p.grad = np.full(p.shape, 0.5)
+    opt.step()
+    for p in ps:
+        p.grad = np.full(p.shape, 0.25)
+    return ps, opt
+
+
+def _drop_v(ps, opt):
+    del opt.state[1]["v"]
+
+
+def _drop_m(ps, opt):
+    del opt.state[1]["m"]
+
+
+def _reshape_m(ps, opt):
+    opt.state[1]["m"] = np.zeros(4)
+
+
+def _replace_data(ps, opt):   # p.data replaced by one of another shape, its grad to match
+    ps[1].data = np.ones(5)
+    ps[1].grad = np.ones(5)
+
+
+def _int_step(ps, opt):
+    opt.state[1]["step"] = "3"
+
+
+@pytest.mark.parametrize("make, spoil, err, msg", [
+    (MAKERS["adam"], _drop_v, KeyError, r"Adam.step: the state of parameter 1 \('w'\) has no 'v'"),
+    (MAKERS["adam"], _drop_m, KeyError, r"Adam.step: the state of parameter 1 \('w'\) has no 'm'"),
+    (MAKERS["adam"], _reshape_m, RuntimeError,
+     r"Adam.step: parameter 1 \('w'\) has shape \(3,\) but its state 'm' has shape \(4,\)"),
+    (MAKERS["adam"], _replace_data, RuntimeError,
+     r"Adam.step: parameter 1 \('w'\) has shape \(5,\) but its state 'm' has shape \(3,\)"),
+    (MAKERS["adam"], _int_step, TypeError, r"the state 'step' of parameter 1 \('w'\) must be an integer"),
+    (MAKERS["momentum"], _replace_data, RuntimeError,
+     r"SGD.step: parameter 1 \('w'\) has shape \(5,\) but its state 'momentum' has shape \(3,\)"),
+], ids=["adam-no-v", "adam-no-m", "adam-m-shape", "adam-data-replaced", "adam-step-str",
+        "momentum-data-replaced"])
+def test_a_state_that_does_not_fit_changes_nothing(make, spoil, err, msg):
+    ps, opt = _two_step_setup(make)
+    spoil(ps, opt)
+    before = _snapshot(opt)
+    with pytest.raises(err, match=msg):
+        opt.step()
+    assert _snapshot(opt) == before          # parameter 0 came first and did not move; steps kept
+    assert opt.steps == 1
+
+
+@pytest.mark.parametrize("make, attr, value, err, msg", [
+    (MAKERS["adam"], "lr", "0.01", TypeError, r"Adam: lr must be a number, got str '0.01'"),
+    (MAKERS["momentum"], "lr", "0.01", TypeError, r"SGD: lr must be a number, got str '0.01'"),
+    (MAKERS["momentum"], "lr", -1.0, ValueError, r"SGD: lr must be in"),
+    (MAKERS["momentum"], "momentum", None, TypeError, r"SGD: momentum must be a number"),
+    (MAKERS["adam"], "b1", 1.5, ValueError, r"Adam: betas\[0\] must be in"),
+    (MAKERS["adam"], "eps", float("nan"), ValueError, r"Adam: eps must be in"),
+])
+def test_a_bad_hyperparameter_set_mid_run_is_refused_where_it_is_set(make, attr, value, err, msg):
+    ps, opt = _two_step_setup(make)
+    old = getattr(opt, attr)
+    with pytest.raises(err, match=msg):
+        setattr(opt, attr, value)
+    assert getattr(opt, attr) == old
+    twin_ps, twin = _two_step_setup(make)
+    opt.step()                                # goes on with the old value
+    twin.step()
+    assert _snapshot(opt) == _snapshot(twin)
+
+
+def test_a_good_hyperparameter_set_mid_run_is_used():
+    ps, opt = _two_step_setup(MAKERS["sgd"])
+    opt.lr = 1                                # an int is a number
+    opt.step()
+    np.testing.assert_array_equal(ps[0].data, [1.0 - 0.05 - 0.25, 2.0 - 0.05 - 0.25])
+    assert opt.lr == 1.0 and type(opt.lr) is float
+
+
+# -------------------------------------------------- state_dict, as PyTorch's
+
+def _run(opt, ps, steps, seed=0):
+    rng = np.random.default_rng(seed)
+    for _ in range(steps):
+        for p in ps:
+            p.grad = rng.standard_normal(p.shape)
+        opt.step()
+
+
+def _fresh_params():
+    return [Tensor([1.0, 2.0], requires_grad=True), Tensor([[0.5, -1.0, 3.0]], requires_grad=True)]
+
+
+@pytest.mark.parametrize("name", ["sgd", "momentum", "nesterov", "adam"])
+def test_a_restored_optimizer_continues_exactly_as_the_original(name):
+    ps = _fresh_params()
+    opt = MAKERS[name](ps)
+    _run(opt, ps, 3)
+    sd = opt.state_dict()
+    assert list(sd) == ["state", "param_groups", "steps"] and sd["steps"] == 3
+    assert sd["param_groups"][0]["params"] == [0, 1] and sd["param_groups"][0]["lr"] == opt.lr
+    twin_ps = [Tensor(p.data.copy(), requires_grad=True) for p in ps]
+    twin = MAKERS[name](twin_ps)
+    twin.lr = 0.5                                       # overwritten by the load
+    twin.load_state_dict(sd)
+    assert twin.lr == opt.lr and twin.steps == 3
+    for i, s in opt.state.items():                      # copies, not the original's arrays
+        for k, v in s.items():
+            assert not isinstance(v, np.ndarray) or not np.shares_memory(v, twin.state[i][k])
+    _run(opt, ps, 2, seed=1)
+    _run(twin, twin_ps, 2, seed=1)
+    for p, q in zip(ps, twin_ps):
+        assert p.data.tobytes() == q.data.tobytes()
+
+
+@needs_torch
+def test_the_state_dict_layout_is_pytorchs():
+    w = Tensor([1.0, 2.0], requires_grad=True)
+    ours = optim.SGD([w], lr=0.1, momentum=0.9)
+    tw = torch.tensor([1.0, 2.0], requires_grad=True)
+    theirs = torch.optim.SGD([tw], lr=0.1, momentum=0.9)
+    w.grad, tw.grad = np.ones(2), torch.ones(2)
+    ours.step()
+    theirs.step()
+    a, b = ours.state_dict(), theirs.state_dict()
+    assert set(b) <= set(a) and list(a["state"]) == list(b["state"]) == [0]
+    assert a["param_groups"][0]["params"] == b["param_groups"][0]["params"] == [0]
+    for key in ("lr", "momentum", "weight_decay", "nesterov"):
+        assert a["param_groups"][0][key] == b["param_groups"][0][key], key
+    np.testing.assert_array_equal(a["state"][0]["momentum"], b["state"][0]["momentum_buffer"].numpy())
+
+
+def _adam_sd():
+    ps = _fresh_params()
+    opt = MAKERS["adam"](ps)
+    _run(opt, ps, 2)
+    return opt.state_dict()
+
+
+@pytest.mark.parametrize("spoil, err, msg", [
+    (lambda sd: sd["state"][1].pop("v"), KeyError, r"the state of parameter 1 has no 'v'"),
+    (lambda sd: sd["state"][0].update(m=np.zeros(3)), RuntimeError,
+     r"parameter 0 has shape \(2,\) but its state 'm' has shape \(3,\)"),
+    (lambda sd: sd["state"][0].update(exp_avg=np.zeros(2)), KeyError,
+     r"holds \['exp_avg'\], which Adam does not keep"),
+    (lambda sd: sd["state"].update({5: {}}), ValueError, r"keyed by 5, not a parameter index from 0 to 1"),
+    (lambda sd: sd["param_groups"][0].update(lr="0.01"), TypeError, r"Adam: lr must be a number"),
+    (lambda sd: sd["param_groups"][0].update(betas=(0.9, 1.5)), ValueError, r"Adam: betas\[1\] must be in"),
+    (lambda sd: sd["param_groups"][0].pop("eps"), ValueError, r"hyperparameters .* expected"),
+    (lambda sd: sd["param_groups"][0].update(params=[0]), ValueError, r"this optimizer has 2 parameters"),
+    (lambda sd: sd["param_groups"].append({}), ValueError, r"one parameter group"),
+    (lambda sd: sd.update(steps=-1), ValueError, r"steps must be an integer >= 0"),
+    (lambda sd: sd.pop("state"), ValueError, r"expected the keys 'state', 'param_groups'"),
+    (lambda sd: sd["param_groups"][0].update(check_finite="no"), TypeError,
+     r"check_finite must be True or False"),
+], ids=["no-v", "m-shape", "torch-name", "index", "lr-str", "beta", "no-eps", "params", "groups",
+        "steps", "no-state", "check-finite"])
+def test_a_state_dict_that_does_not_fit_is_refused_and_changes_nothing(spoil, err, msg):
+    ps = _fresh_params()
+    opt = MAKERS["adam"](ps)
+    _run(opt, ps, 1, seed=5)
+    before = (_snapshot(opt), opt.lr, opt.b1, opt.b2, opt.eps)
+    sd = _adam_sd()
+    spoil(sd)
+    with pytest.raises(err, match=msg):
+        opt.load_state_dict(sd)
+    assert (_snapshot(opt), opt.lr, opt.b1, opt.b2, opt.eps) == before
+
+
+def test_an_sgd_state_dict_does_not_load_into_adam():
+    ps = _fresh_params()
+    sgd = MAKERS["momentum"](ps)
+    _run(sgd, ps, 1)
+    with pytest.raises(ValueError, match=r"the saved group has hyperparameters .*momentum.*nesterov"):
+        MAKERS["adam"](ps).load_state_dict(sgd.state_dict())

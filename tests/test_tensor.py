@@ -97,3 +97,44 @@ def test_truth_and_float_of_one_element_tensors():
     assert float(Tensor([[2.5]])) == 2.5 and bool(Tensor(1.0)) and not bool(Tensor(0.0))
     with pytest.raises(ValueError, match=r"shape \(2,\) is ambiguous"):
         bool(Tensor([1.0, 2.0]))
+
+
+# --------------------------------------------------------- pickle and deepcopy
+
+@pytest.mark.parametrize("how", ["pickle", "deepcopy"])
+def test_a_leaf_after_backward_pickles_as_its_numbers_grad_and_flags(how):
+    import copy
+    import pickle
+
+    w = Tensor([1.0, -2.0], requires_grad=True, name="w")
+    (w * w).sum().backward()                      # w now refers to its AccumulateGrad node
+    c = pickle.loads(pickle.dumps(w)) if how == "pickle" else copy.deepcopy(w)
+    assert c is not w and c.data.tolist() == [1.0, -2.0] and c.grad.tolist() == [2.0, -4.0]
+    assert c.requires_grad and c.name == "w" and c.is_leaf and c._version == 0
+    assert not np.shares_memory(c.data, w.data)
+    (c * 3.0).sum().backward()                    # the copy records and accumulates on its own
+    assert c.grad.tolist() == [5.0, -1.0] and w.grad.tolist() == [2.0, -4.0]
+
+
+@pytest.mark.parametrize("how", ["pickle", "deepcopy"])
+def test_a_tensor_of_a_graph_refuses_to_be_pickled(how):
+    import copy
+    import pickle
+
+    y = Tensor([1.0], requires_grad=True) * 2.0
+    with pytest.raises(RuntimeError, match=r"only a leaf can be pickled or deep-copied; this tensor "
+                                           r"\(shape \(1,\)\) was computed by 'mul'"):
+        pickle.dumps(y) if how == "pickle" else copy.deepcopy(y)
+    assert pickle.loads(pickle.dumps(y.detach())).data.tolist() == [2.0]
+
+
+def test_a_deep_copy_made_while_a_graph_is_alive_gets_its_own_gradient():
+    import copy
+
+    w = Tensor([1.0], requires_grad=True)
+    y = (w * 2).sum()                             # the graph holds w's AccumulateGrad node
+    c = copy.deepcopy(w)
+    (c * 3).sum().backward()                      # was: w.grad == [3.], c.grad None
+    assert c.grad.tolist() == [3.0] and w.grad is None
+    y.backward()
+    assert w.grad.tolist() == [2.0] and c.grad.tolist() == [3.0]
