@@ -25,7 +25,9 @@ import pytest
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 
 # The notebooks whose Chinese translation must exist.
-EXPECTED: tuple[str, ...] = ()
+EXPECTED = (
+    "00_the_training_loop",
+)
 
 
 def _load(name, path):

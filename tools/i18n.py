@@ -174,7 +174,7 @@ def fixed_part_problems(en: str, zh: str, exempt: list[str] = ()) -> list[str]:
             if key in a:  # report each structural difference once
                 problems.append(f"{kind}: English {en_v!r}, translation {zh_v!r}")
             continue
-        if a[key] > b[key]:
+        if a[key]:
             problems.append(f"{kind} {text!r} appears {a[key]}x in the English, {b[key]}x in the translation")
         else:
             problems.append(f"{kind} {text!r} is not in the English ({b[key]}x in the translation)")
