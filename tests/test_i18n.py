@@ -27,6 +27,7 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 # The notebooks whose Chinese translation must exist.
 EXPECTED = (
     "00_the_training_loop",
+    "01_computation_graphs",
 )
 
 
