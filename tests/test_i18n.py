@@ -28,6 +28,7 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 EXPECTED = (
     "00_the_training_loop",
     "01_computation_graphs",
+    "02_the_forward_graph",
 )
 
 
