@@ -29,6 +29,7 @@ EXPECTED = (
     "00_the_training_loop",
     "01_computation_graphs",
     "02_the_forward_graph",
+    "03_backpropagation",
 )
 
 
