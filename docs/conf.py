@@ -77,6 +77,9 @@ def _pages(src: pathlib.Path) -> list[str]:
 
 if EDITION == "zh":
     language = "zh_CN"
+    # Sphinx's Chinese search script names a ChineseStemmer it never defines (a
+    # script error on every page); the English index still finds code names.
+    html_search_language = "en"
     html_title = "minigrad 中文版"
     lang_switch = {"label": "English", "lang": "en", "root": "../", "title": "This page in English",
                    "pages": _pages(ROOT / "build" / "site-src")}

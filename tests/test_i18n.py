@@ -312,6 +312,17 @@ def test_build_replaces_prose_only(fake_course, tmp_path):
     assert zh["metadata"]["kernelspec"] == nb["metadata"]["kernelspec"]
 
 
+def test_build_says_when_a_notebook_has_no_translation(fake_course, tmp_path):
+    path, nb, _ = fake_course
+    i18n.translation_path("00_fake").unlink()
+    assert i18n.build(tmp_path / "out") == {"00_fake": ["c000", "c002"]}
+    zh = json.loads((tmp_path / "out" / "00_fake.ipynb").read_text(encoding="utf-8"))
+    first = zh["cells"][0]
+    assert first["cell_type"] == "markdown" and first["id"] == i18n.UNTRANSLATED_ID
+    assert re.search(r"[\u4e00-\u9fff]", i18n.source(first)), "the note is in Chinese"
+    assert zh["cells"][1:] == nb["cells"], "after the note, the English notebook as it is"
+
+
 # ------------------------------------------------ the real Chinese notebooks
 
 @pytest.fixture(scope="module")

@@ -35,7 +35,8 @@ translation needs no change), then run ``pytest tests/test_i18n.py``.
 ``build`` writes every notebook: a translated cell's markdown is replaced by
 its Chinese, and the notebook's metadata says ``"language": "zh-CN"``. A cell
 that is missing or stale keeps its English text (and ``build`` says so), so
-the Chinese edition never shows a translation of an older English text.
+the Chinese edition never shows a translation of an older English text; a
+notebook without a translation file starts with a note saying so.
 """
 
 from __future__ import annotations
@@ -58,6 +59,9 @@ I18N = ROOT / "i18n" / "zh"
 GLOSSARY = I18N / "glossary.json"
 OUT = ROOT / "build" / "zh" / "notebooks"
 LANGUAGE = "zh-CN"
+# The first cell of a Chinese notebook whose notebook has no translation yet.
+UNTRANSLATED_ID = "zh-untranslated"
+UNTRANSLATED = "> 本章还没有中文译文，下面是英文原文。"
 
 
 # ----------------------------------------------------------------- reading
@@ -356,6 +360,9 @@ def chinese_notebook(path: pathlib.Path) -> tuple[dict, list[str]]:
     for cell in nb["cells"]:
         if cell["cell_type"] == "markdown" and cell["id"] in s["current"]:
             cell["source"] = entries[cell["id"]]["zh"].splitlines(keepends=True)
+    if s["translation"] is None:  # say so, above the English
+        nb["cells"].insert(0, {"cell_type": "markdown", "id": UNTRANSLATED_ID, "metadata": {},
+                               "source": [UNTRANSLATED]})
     nb["metadata"]["language"] = LANGUAGE
     return nb, s["missing"] + s["stale"]
 
