@@ -367,3 +367,27 @@ def test_student_versions_of_the_chinese_notebooks(built, tmp_path):
         md = [i18n.source(c) for c in nb["cells"] if c["cell_type"] == "markdown"]
         assert md == [i18n.source(c) for c in ref["cells"] if c["cell_type"] == "markdown"]
 
+
+
+# ------------------------------------------------ the websites' language switch
+
+lang_switch = _load("lang_switch", ROOT / "docs" / "lang_switch.py")
+
+
+def _app(**conf):
+    from types import SimpleNamespace
+    return SimpleNamespace(config=SimpleNamespace(lang_switch=conf))
+
+
+@pytest.mark.parametrize("page, root, pages, href", [
+    ("notebooks/03_backpropagation", "zh/", ["index", "notebooks/03_backpropagation"],
+     "../zh/notebooks/03_backpropagation.html"),
+    ("index", "zh/", ["index"], "zh/index.html"),
+    ("benchmarks/RESULTS", "zh/", ["index"], "../zh/index.html"),       # not in the other edition
+    ("notebooks/03_backpropagation", "../", ["notebooks/03_backpropagation"],
+     "../../notebooks/03_backpropagation.html"),                         # from zh/ back to English
+    ("glossary", "../", ["glossary", "index"], "../glossary.html"),
+])
+def test_language_switch_leads_to_the_same_page(page, root, pages, href):
+    link = lang_switch._link(_app(label="中文", lang="zh-CN", root=root, pages=pages), page)
+    assert f'href="{href}"' in link and 'hreflang="zh-CN"' in link and ">中文</a>" in link, link
