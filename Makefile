@@ -246,7 +246,11 @@ LAB_CONFIG := $(LABCONF)/jupyter_server_config.py $(LABCONF)/settings/overrides.
 lab lab-student: export LAB_RUN := $(LAB_RUN_PY)
 
 lab: $(STAMP) dot-optional $(if $(ZH),$(ZH_STAMP),$(TRUSTED)) $(LAB_CONFIG)
-	$(call serve_lab,$(if $(ZH),$(ZH_DIR),notebooks))
+ifeq ($(ZH),)
+	$(call serve_lab,notebooks)
+else
+	$(call serve_lab,$(ZH_DIR))
+endif
 
 # The student notebooks are rewritten when a notebook or the tool changes; a
 # notebook the learner has changed is kept (see tools/make_student.py).
@@ -255,7 +259,11 @@ $(STUDENT_STAMP): $(NOTEBOOKS) tools/make_student.py | $(STAMP)
 	$(BIN)/python tools/make_student.py --out build/student $(NOTEBOOKS)
 
 lab-student: $(STAMP) dot-optional $(if $(ZH),$(ZH_STUDENT_STAMP),$(STUDENT_STAMP)) $(LAB_CONFIG)
-	$(call serve_lab,$(if $(ZH),build/zh/student,build/student))
+ifeq ($(ZH),)
+	$(call serve_lab,build/student)
+else
+	$(call serve_lab,build/zh/student)
+endif
 
 # ------------------------------------------------------ the Chinese edition
 # The Chinese notebooks are the English ones with the prose of i18n/zh/ (code,
