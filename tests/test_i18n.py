@@ -19,6 +19,7 @@ import importlib.util
 import json
 import pathlib
 import re
+import subprocess
 
 import pytest
 
@@ -295,6 +296,22 @@ def test_mark_records_the_current_hash(fake_course, capsys):
     assert i18n.notebook_state(path)["stale"] == []
     assert i18n.main(["mark", str(path), "c001"]) == 1  # a code cell: nothing changed
     assert i18n.notebook_state(path)["current"] == ["c000", "c002"]
+
+
+def test_show_prints_what_changed_in_the_english(fake_course, tmp_path, capsys):
+    path, nb, _ = fake_course
+    git = ["git", "-C", str(tmp_path), "-c", "user.name=t", "-c", "user.email=t@example.org"]
+    if subprocess.run(git + ["init", "-q"], capture_output=True).returncode:
+        pytest.skip("git is not available")
+    subprocess.run(git + ["add", "notebooks"], check=True)
+    subprocess.run(git + ["commit", "-qm", "the English as translated"], check=True)
+    nb["cells"][2]["source"] = "With $x$, `y` and `z`."
+    path.write_text(json.dumps(nb), encoding="utf-8")
+    assert i18n.main(["show", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "c002 (stale" in out
+    assert "-With $x$ and `y`." in out and "+With $x$, `y` and `z`." in out, out
+    assert "有 $x$ 和 `y`。" in out, "the old translation is printed beside the English"
 
 
 def test_build_replaces_prose_only(fake_course, tmp_path):
