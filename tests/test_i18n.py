@@ -408,3 +408,31 @@ def _app(**conf):
 def test_language_switch_leads_to_the_same_page(page, root, pages, href):
     link = lang_switch._link(_app(label="中文", lang="zh-CN", root=root, pages=pages), page)
     assert f'href="{href}"' in link and 'hreflang="zh-CN"' in link and ">中文</a>" in link, link
+
+
+# ------------------------------------------- what make e2e checks of the edition
+
+e2e = _load("e2e_tool", ROOT / "tools" / "e2e.py")
+
+
+def test_e2e_reports_chinese_drawn_as_boxes():
+    ok = {"found": True, "family": "sans-serif", "chinese": 120, "distinct": True, "notBox": True}
+    assert e2e.cjk_problems(ok, "page") == []
+    assert any("empty boxes" in p for p in e2e.cjk_problems(dict(ok, distinct=False, notBox=False), "page"))
+    assert any("0 Chinese" in p for p in e2e.cjk_problems(dict(ok, chinese=0), "page"))
+    assert e2e.cjk_problems({"found": False}, "page")
+
+
+def test_e2e_language_switch_must_lead_to_the_same_page(tmp_path, monkeypatch):
+    for rel in ("index.html", "zh/index.html", "notebooks/03_x.html", "zh/notebooks/03_x.html",
+                "benchmarks/RESULTS.html"):
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text("<html></html>")
+    monkeypatch.setattr(e2e, "SITE", tmp_path)
+    base = "http://127.0.0.1:8000"
+    good = e2e.lang_switch_problems
+    assert good("notebooks/03_x.html", f"{base}/zh/notebooks/03_x.html", base) == []
+    assert good("zh/notebooks/03_x.html", f"{base}/notebooks/03_x.html", base) == []
+    assert good("benchmarks/RESULTS.html", f"{base}/zh/index.html", base) == []   # no Chinese page
+    assert good("notebooks/03_x.html", f"{base}/zh/index.html", base), "a page both editions have"
+    assert good("notebooks/03_x.html", None, base) == ["no language switch (English <-> 中文)"]
