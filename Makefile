@@ -3,9 +3,13 @@
 #   make test     unit tests, then every notebook under strict nbval
 #   make lab-student  learners: JupyterLab on the exercises (build/student/), localhost only, with a token
 #   make lab      instructors: JupyterLab on the reference notebooks (notebooks/), the same way
+#   make lab LANG=zh  (and lab-student, student) the same in the Chinese edition (build/zh/)
 #   make execute  re-run every notebook in place (Restart & Run All)
-#   make site     the website: README and notebooks as saved, in build/site/ (nothing is run)
-#   make e2e      instructors: the course in JupyterLab and the website, in headless Chromium
+#   make site     the website: README and notebooks as saved, in build/site/ (nothing is run);
+#                 the Chinese edition in build/site/zh/
+#   make e2e      instructors: the course in JupyterLab and the website, in headless Chromium;
+#                 also the Chinese notebooks under strict nbval (make nbtest-zh)
+#   make i18n-status  what the Chinese edition still needs translated (tools/i18n.py)
 #   make lint     ruff on the package, the tests and the notebooks
 #   make torch    add PyTorch to .venv (optional; enables the comparisons)
 #   make student  write build/student/: exercises blanked, outputs cleared
@@ -31,10 +35,23 @@ export OPENBLAS_NUM_THREADS ?= 1
 export MKL_NUM_THREADS ?= 1
 
 .PHONY: test unit nbtest lab site e2e execute lint torch student bench clean distclean venv dot trust help
+.PHONY: zh nbtest-zh i18n-status
 .DEFAULT_GOAL := help
 
 help:
 	@sed -n '/^#   make /p' Makefile | sed 's/^# \{0,1\}//'
+
+# The edition: `make lab LANG=zh` (lab-student, student) serves the Chinese one.
+# LANG is also the locale's variable, so only a LANG given on make's command
+# line picks the edition, and the recipes then run with LANG=C.UTF-8.
+EDITION := $(if $(filter command line,$(origin LANG)),$(LANG),en)
+ifneq ($(filter-out en zh,$(EDITION)),)
+$(error LANG=$(EDITION): the course's editions are LANG=en (the default) and LANG=zh)
+endif
+ifeq ($(origin LANG),command line)
+override LANG := C.UTF-8
+endif
+ZH       := $(filter zh,$(EDITION))
 
 # ------------------------------------------------------------------ set-up
 .PHONY: lab-student dot-optional upgrade
@@ -231,8 +248,12 @@ endef
 LAB_CONFIG := $(LABCONF)/jupyter_server_config.py $(LABCONF)/settings/overrides.json
 lab lab-student: export LAB_RUN := $(LAB_RUN_PY)
 
-lab: $(STAMP) dot-optional $(TRUSTED) $(LAB_CONFIG)
+lab: $(STAMP) dot-optional $(if $(ZH),$(ZH_STAMP),$(TRUSTED)) $(LAB_CONFIG)
+ifeq ($(ZH),)
 	$(call serve_lab,notebooks)
+else
+	$(call serve_lab,$(ZH_DIR))
+endif
 
 # The student notebooks are rewritten when a notebook or the tool changes; a
 # notebook the learner has changed is kept (see tools/make_student.py).
@@ -240,8 +261,41 @@ STUDENT_STAMP := build/student/.make_student.json
 $(STUDENT_STAMP): $(NOTEBOOKS) tools/make_student.py | $(STAMP)
 	$(BIN)/python tools/make_student.py --out build/student $(NOTEBOOKS)
 
-lab-student: $(STAMP) dot-optional $(STUDENT_STAMP) $(LAB_CONFIG)
+lab-student: $(STAMP) dot-optional $(if $(ZH),$(ZH_STUDENT_STAMP),$(STUDENT_STAMP)) $(LAB_CONFIG)
+ifeq ($(ZH),)
 	$(call serve_lab,build/student)
+else
+	$(call serve_lab,build/zh/student)
+endif
+
+# ------------------------------------------------------ the Chinese edition
+# The Chinese notebooks are the English ones with the prose of i18n/zh/ (code,
+# outputs and checks unchanged): tools/i18n.py writes them to build/zh/notebooks
+# when a notebook or a translation changes, and they are trusted like the
+# English ones. `make i18n-status` lists what is missing or stale.
+ZH_DIR           := build/zh/notebooks
+ZH_NOTEBOOKS     := $(patsubst notebooks/%,$(ZH_DIR)/%,$(NOTEBOOKS))
+ZH_STAMP         := $(ZH_DIR)/.built
+ZH_STUDENT_STAMP := build/zh/student/.make_student.json
+
+$(ZH_STAMP): $(NOTEBOOKS) $(wildcard i18n/zh/*.json) tools/i18n.py | $(STAMP)
+	$(BIN)/python tools/i18n.py build --out $(ZH_DIR)
+	@$(BIN)/jupyter trust $(ZH_NOTEBOOKS) >/dev/null
+	@touch $@
+
+$(ZH_STUDENT_STAMP): $(ZH_STAMP) tools/make_student.py
+	$(BIN)/python tools/make_student.py --out build/zh/student $(ZH_NOTEBOOKS)
+
+zh: $(ZH_STAMP)
+
+i18n-status: $(STAMP)
+	@$(BIN)/python tools/i18n.py status
+
+# The Chinese notebooks under strict nbval: their outputs are the English
+# notebooks' own, so this checks that generating them broke nothing. It takes
+# as long as nbtest, so `make e2e` runs it rather than `make test`.
+nbtest-zh: $(STAMP) dot $(ZH_STAMP)
+	$(BIN)/python -m pytest -q -p no:cacheprovider $(NBVAL) $(ZH_NOTEBOOKS)
 
 # ------------------------------------------------------------ the website
 # Sphinx + myst-nb + sphinx-book-theme (docs/requirements.txt, installed into
@@ -271,18 +325,32 @@ $(MATHJAX_DIR)/tex-mml-chtml.js:
 	cp build/mathjax-pack/package/LICENSE $(MATHJAX_DIR)/LICENSE
 	rm -rf build/mathjax-pack
 
-site: $(SITE_STAMP) $(MATHJAX_DIR)/tex-mml-chtml.js
+site: $(SITE_STAMP) $(MATHJAX_DIR)/tex-mml-chtml.js $(ZH_STAMP)
 	rm -rf $(SITE_SRC) build/site build/site-doctrees build/jupyter_execute && mkdir -p $(SITE_SRC)/notebooks $(SITE_SRC)/benchmarks
 	cp docs/index.md README.md LICENSE LICENSE-CONTENT $(SITE_SRC)/
 	cp $(NOTEBOOKS) $(SITE_SRC)/notebooks/
 	cp benchmarks/RESULTS.md benchmarks/results.png $(SITE_SRC)/benchmarks/
+	$(MAKE) --no-print-directory site-src-zh
+	$(BIN)/python tools/i18n.py glossary --lang en > $(SITE_SRC)/glossary.md
 	$(BIN)/sphinx-build -b html -c docs -d build/site-doctrees -E -W --keep-going -q $(SITE_SRC) build/site
+	MINIGRAD_SITE_LANG=zh $(BIN)/sphinx-build -b html -c docs -d build/site-doctrees-zh -E -W --keep-going -q \
+	  $(SITE_SRC_ZH) build/site/zh
 	@echo "Website: build/site/index.html ($$(find build/site -name '*.html' -not -path '*/_static/*' | wc -l) pages)"
+
+# The Chinese edition's sources: its landing page (README.zh.md), glossary and notebooks.
+SITE_SRC_ZH := build/site-src-zh
+.PHONY: site-src-zh
+site-src-zh: $(ZH_STAMP)
+	rm -rf $(SITE_SRC_ZH) build/site-doctrees-zh && mkdir -p $(SITE_SRC_ZH)/notebooks
+	cp docs/zh/index.md README.zh.md $(SITE_SRC_ZH)/
+	cp $(ZH_NOTEBOOKS) $(SITE_SRC_ZH)/notebooks/
+	$(BIN)/python tools/i18n.py glossary --lang zh > $(SITE_SRC_ZH)/glossary.md
 
 # For instructors: the course checked end to end in headless Chromium, in
 # JupyterLab and on the website (so the site is built first).
-e2e: $(STAMP) dot trust site
+e2e: $(STAMP) dot trust site nbtest-zh
 	@tools/ensure_program.sh "$${CHROMIUM:-chromium} chromium-browser google-chrome" chromium "" "Chromium"
+	@tools/ensure_cjk_font.sh
 	@$(BIN)/python -c 'import playwright' 2>/dev/null || $(BIN)/python -m pip install --quiet 'playwright>=1.40'
 	$(BIN)/python tools/e2e.py
 
@@ -309,8 +377,8 @@ torch: $(STAMP)
 
 # The student version: each "# BEGIN SOLUTION ... # END SOLUTION" region becomes
 # `raise NotImplementedError`; outputs are cleared. See build/student/README.md.
-student: $(STAMP)
-	$(BIN)/python tools/make_student.py --out build/student $(NOTEBOOKS)
+student: $(STAMP) $(if $(ZH),$(ZH_STAMP))
+	$(BIN)/python tools/make_student.py --out $(if $(ZH),build/zh/student $(ZH_NOTEBOOKS),build/student $(NOTEBOOKS))
 
 # Each case runs in its own process with one BLAS thread; a few minutes in all.
 # PyTorch's columns say "not installed" until `make torch`. BENCH_ARGS=--quick for a smoke run.

@@ -4,8 +4,15 @@ The website is the README and the sixteen notebooks with their saved outputs:
 nothing is executed. `make site` lays the sources out under build/site-src/
 (this folder's index.md, README.md, notebooks/, benchmarks/RESULTS.md) and
 runs `sphinx-build -c docs build/site-src build/site`.
+
+The Chinese edition is built with the same configuration and
+MINIGRAD_SITE_LANG=zh, from build/site-src-zh/ (docs/zh/index.md,
+README.zh.md, the glossary, the Chinese notebooks of tools/i18n.py) into
+build/site/zh/; every page of each edition links to the same page of the
+other (lang_switch.py).
 """
 
+import os
 import pathlib
 import sys
 
@@ -27,7 +34,7 @@ html_title = "minigrad"
 extensions = ["myst_nb", "sphinx.ext.githubpages", "alt_text"]
 root_doc = "index"
 # README.md is the landing page through index.md's include, not a page of its own.
-exclude_patterns = ["README.md", "**/.ipynb_checkpoints"]
+exclude_patterns = ["README.md", "README.zh.md", "**/.ipynb_checkpoints"]
 
 # Notebooks are shown as saved, outputs included: never executed here.
 nb_execution_mode = "off"
@@ -52,3 +59,30 @@ html_theme_options = {
 }
 html_last_updated_fmt = None  # the same sources give the same pages
 html_copy_source = True  # the download button offers each page's .ipynb
+
+# ------------------------------------------------ the two editions
+# MINIGRAD_SITE_LANG=zh builds the Chinese edition (build/site-src-zh -> build/site/zh).
+EDITION = os.environ.get("MINIGRAD_SITE_LANG", "en")
+if EDITION not in ("en", "zh"):
+    raise RuntimeError(f"MINIGRAD_SITE_LANG is {EDITION!r}: en or zh")
+extensions.append("lang_switch")
+
+
+def _pages(src: pathlib.Path) -> list[str]:
+    """The docnames of an edition's sources (for its pages' language switch)."""
+    names = [p.relative_to(src).with_suffix("").as_posix() for p in src.rglob("*")
+             if p.suffix in (".md", ".ipynb") and ".ipynb_checkpoints" not in p.parts]
+    return sorted(n for n in names if not n.startswith("README"))
+
+
+if EDITION == "zh":
+    language = "zh_CN"
+    # Sphinx's Chinese search script names a ChineseStemmer it never defines (a
+    # script error on every page); the English index still finds code names.
+    html_search_language = "en"
+    html_title = "minigrad 中文版"
+    lang_switch = {"label": "English", "lang": "en", "root": "../", "title": "This page in English",
+                   "pages": _pages(ROOT / "build" / "site-src")}
+else:
+    lang_switch = {"label": "中文", "lang": "zh-CN", "root": "zh/", "title": "本页的中文版",
+                   "pages": _pages(ROOT / "build" / "site-src-zh")}

@@ -23,9 +23,15 @@ browser:
    fails the page. Each page must show its graphs and figures (loaded, with
    alt text), typeset its maths (MathJax), link only to pages and anchors
    that exist, and link each notebook to the one before and after it;
-6. saves screenshots under build/e2e/ (each notebook's first picture,
-   untrusted_graph.png, site_page.png), and stops the server and the browser,
-   whatever happened.
+6. the Chinese edition (tools/i18n.py build, `make zh`; `make site` builds its
+   website in build/site/zh/): opens one Chinese notebook in JupyterLab and
+   checks its outputs as in 1, and that its Chinese text is drawn with a font
+   that has the glyphs (see CJK_STATE); on the website, the Chinese pages get
+   the checks of 5 too, and every page of either edition must link to the same
+   page of the other;
+7. saves screenshots under build/e2e/ (each notebook's first picture,
+   untrusted_graph.png, site_page.png, zh_lab.png, zh_site_page.png), and stops
+   the server and the browser, whatever happened.
 
 It prints one line per check and `N passed, M failed`, and exits non-zero if
 anything failed. Usage: python tools/e2e.py [--run 00 --run 03] [--only lab|site]
@@ -62,6 +68,9 @@ OUT = ROOT / "build" / "e2e"
 SITE = ROOT / "build" / "site"
 UNTRUSTED_DEFAULT = NOTEBOOKS / "00_the_training_loop.ipynb"
 SCREENSHOT_PAGE = "notebooks/03_backpropagation.html"  # graphs, a figure and maths
+ZH_NOTEBOOKS = ROOT / "build" / "zh" / "notebooks"      # the Chinese notebooks (`make zh`)
+ZH_LAB_NOTEBOOK = "00_the_training_loop.ipynb"         # the one opened in JupyterLab
+ZH_SCREENSHOT_PAGE = "zh/" + SCREENSHOT_PAGE
 BROWSERS = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable", "chrome")
 # Calls whose value, as a cell's last line, is a Graphviz drawing.
 GRAPH_CALLS = {"draw_graph", "draw_static", "draw_fields", "draw_backward", "backward_steps", "Graph"}
@@ -440,6 +449,89 @@ def restart_and_run_all(page, n_code_cells: int, timeout_s: float) -> None:
                       f"{n_code_cells} code cells did not run{first}{where}")
 
 
+# ---------------------------------------------------- the Chinese edition
+
+# Whether the text of the first element matching a selector holds Chinese, and
+# is drawn with a font that has its glyphs. Without such a font Chromium draws
+# every Chinese character as the same empty box, so two different characters,
+# drawn on a canvas in the element's font, must give different pixels, and
+# neither may look like a character no font has (U+0378 is unassigned).
+CJK_STATE = r"""(selector) => {
+  const el = document.querySelector(selector);
+  if (!el) return {found: false};
+  const family = getComputedStyle(el).fontFamily;
+  const draw = (ch) => {
+    const c = document.createElement('canvas');
+    c.width = 48; c.height = 48;
+    const g = c.getContext('2d');
+    g.font = '40px ' + family;
+    g.textBaseline = 'top';
+    g.fillText(ch, 4, 4);
+    return Array.from(g.getImageData(0, 0, 48, 48).data).join(',');
+  };
+  const a = draw('\u4e2d'), b = draw('\u6587'), none = draw('\u0378');
+  const text = el.innerText || '';
+  return {found: true, family, chinese: (text.match(/[\u4e00-\u9fff]/g) || []).length,
+          distinct: a !== b, notBox: a !== none && b !== none, lang: document.documentElement.lang};
+}"""
+
+
+def cjk_problems(state: dict, where: str) -> list[str]:
+    """What is wrong with how a page shows Chinese (CJK_STATE's result)."""
+    if not state.get("found"):
+        return [f"{where}: nothing to look at"]
+    problems = []
+    if not state["chinese"]:
+        problems.append(f"{where} shows {state['chinese']} Chinese characters")
+    if not (state["distinct"] and state["notBox"]):
+        problems.append(f"{where}: Chinese characters are drawn as empty boxes in {state['family']!r} "
+                        "(no font covers them: `make e2e` installs Debian's fonts-noto-cjk)")
+    return problems
+
+
+def lang_switch_problems(rel: str, href: str | None, base: str) -> list[str]:
+    """The language switch of page ``rel``: it must lead to the same page in the other edition
+    (a page the other edition lacks leads to its first page)."""
+    if not href:
+        return ["no language switch (English <-> 中文)"]
+    other = rel[len("zh/"):] if rel.startswith("zh/") else "zh/" + rel
+    target = link_target(href, base, SITE)
+    got = target[0].relative_to(SITE).as_posix() if target else href
+    home = "index.html" if rel.startswith("zh/") else "zh/index.html"
+    if got != other and not (got == home and not (SITE / other).is_file()):
+        return [f"the language switch leads to {got}, not {other}"]
+    return []
+
+
+def check_zh_lab(page, lab, results: list) -> None:
+    """One Chinese notebook in JupyterLab: its outputs, and its Chinese text drawn with a real font."""
+    path = ZH_NOTEBOOKS / ZH_LAB_NOTEBOOK
+    name = f"zh {ZH_LAB_NOTEBOOK}"
+    t0 = time.time()
+    try:
+        if not path.is_file():
+            raise Failure(f"{path.relative_to(ROOT)} is missing: run `make zh`")
+        exp = expected(path)
+        open_notebook(page, lab, lab_path(path))
+        check_outputs(page, exp, "saved outputs")
+        problems = cjk_problems(page.evaluate(CJK_STATE, ".jp-RenderedMarkdown"), "the first markdown cell")
+        if problems:
+            raise Failure("; ".join(problems))
+        cell = page.query_selector(".jp-MarkdownCell")
+        shot = OUT / "zh_lab.png"
+        (cell or page).screenshot(path=str(shot))
+        results.append((name, True, f"{exp['svg']} graphs, {exp['png']} figures render; Chinese text "
+                        f"drawn with a font that has it; screenshot {shot.relative_to(ROOT)} "
+                        f"({time.time() - t0:.0f} s)"))
+    except Exception as e:  # Failure or the browser's own errors
+        results.append((name, False, str(e).splitlines()[0][:400]))
+    finally:
+        try:
+            lab.shutdown_kernels()
+        except OSError:
+            pass
+
+
 # ------------------------------------------------------------- the website
 
 class SiteServer:
@@ -562,6 +654,7 @@ def page_state(page) -> dict:
         typeset: document.querySelectorAll('mjx-container').length,
         mathErrors: [...document.querySelectorAll('mjx-merror')].map(e => e.textContent).slice(0, 3),
         links: [...document.querySelectorAll('a[href]')].map(a => a.href),
+        langSwitch: (document.querySelector('p.lang-switch a') || {}).href || null,
         prev: prev ? prev.href : null,
         next: next ? next.href : null,
       };
@@ -645,6 +738,10 @@ def check_site(browser, results: list, notebooks: list[pathlib.Path]) -> None:
         page.on("pageerror", lambda e: errors.append(str(e)))
         by_page = {f"notebooks/{p.stem}.html": p for p in notebooks}
         order = [f"notebooks/{p.stem}.html" for p in sorted(notebooks)]
+        # The Chinese pages show the Chinese notebooks, whose outputs are the English ones.
+        by_page.update({f"zh/notebooks/{p.stem}.html": ZH_NOTEBOOKS / p.name for p in notebooks
+                        if (ZH_NOTEBOOKS / p.name).is_file()})
+        order_zh = [f"zh/notebooks/{p.stem}.html" for p in sorted(notebooks)]
         prev_next = {}
 
         def page_of(href):
@@ -657,8 +754,17 @@ def check_site(browser, results: list, notebooks: list[pathlib.Path]) -> None:
                 exp = expected(by_page[rel]) if rel in by_page else None
                 problems, note, s = check_site_page(page, server.base, rel, exp, blocked, failed, errors)
                 prev_next[rel] = (page_of(s["prev"]), page_of(s["next"]))
+                if rel not in ("genindex.html", "search.html", "zh/genindex.html", "zh/search.html"):
+                    problems += lang_switch_problems(rel, s["langSwitch"], server.base)
+                if rel.startswith("zh/") and rel not in ("zh/genindex.html", "zh/search.html"):
+                    problems += cjk_problems(page.evaluate(CJK_STATE, "article"), "the page")
+                    note += ", Chinese text drawn with a font that has it"
                 if problems:
                     raise Failure("; ".join(problems))
+                if rel == ZH_SCREENSHOT_PAGE:
+                    page.evaluate("() => window.scrollTo(0, 0)")
+                    page.screenshot(path=str(OUT / "zh_site_page.png"))
+                    note += "; screenshot build/e2e/zh_site_page.png"
                 if rel == SCREENSHOT_PAGE:
                     pic = page.query_selector(".cell_output img")
                     if pic is not None:
@@ -669,13 +775,14 @@ def check_site(browser, results: list, notebooks: list[pathlib.Path]) -> None:
                 results.append((f"site {rel}", True, note + f" ({time.time() - t0:.1f} s)"))
             except Exception as e:  # one page's failure is that page's line
                 results.append((f"site {rel}", False, str(e).splitlines()[0][:400]))
-        problems = neighbour_problems([p for p in order if p in prev_next], prev_next)
-        missing = [p for p in order if p not in prev_next]
-        if missing:
-            problems.insert(0, f"no page for {missing}")
-        results.append(("site previous/next", not problems,
-                         "; ".join(problems[:4]) if problems else
-                         f"the {len(order)} notebook pages link to each other in order"))
+        for label, pages in (("site previous/next", order), ("site zh previous/next", order_zh)):
+            problems = neighbour_problems([p for p in pages if p in prev_next], prev_next)
+            missing = [p for p in pages if p not in prev_next]
+            if missing:
+                problems.insert(0, f"no page for {missing}")
+            results.append((label, not problems,
+                            "; ".join(problems[:4]) if problems else
+                            f"the {len(pages)} notebook pages link to each other in order"))
     finally:
         context.close()
         server.stop()
@@ -730,6 +837,7 @@ def check_lab(browser, results: list, paths: list[pathlib.Path], run: set[str],
                     lab.shutdown_kernels()
                 except OSError:
                     pass
+        check_zh_lab(page, lab, results)
         context.close()
     except Failure as e:
         results.append(("jupyter lab", False, str(e)))
