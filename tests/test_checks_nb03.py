@@ -214,3 +214,28 @@ def test_the_checks_restore_the_recursion_limit_and_topological_order():
     with pytest.raises(AssertionError):
         nb03.check_order(recursive)
     assert sys.getrecursionlimit() == limit and minigrad.topological_order is topo
+
+
+def test_a_failing_backward_leaves_no_gradient_in_minigrad_and_a_partial_one_in_pytorch():
+    """Notebook 03 says that writing .grad only at the end is minigrad's choice: PyTorch differs."""
+    torch = pytest.importorskip("torch")
+
+    class Fails(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, a):
+            return a.clone()
+
+        @staticmethod
+        def backward(ctx, g):
+            raise ValueError("fails on purpose")
+
+    xt, yt = torch.tensor([1.0, 2.0], requires_grad=True), torch.tensor([3.0], requires_grad=True)
+    with pytest.raises(ValueError, match="on purpose"):
+        (Fails.apply(yt).sum() + (xt * 2.0).sum()).backward()
+    assert xt.grad is not None and xt.grad.tolist() == [2.0, 2.0] and yt.grad is None
+
+    xm = minigrad.Tensor([1.0, 2.0], requires_grad=True)
+    ym = minigrad.Tensor([3.0], requires_grad=True)
+    with pytest.raises(ValueError, match="on purpose"):
+        (nb03._Fails.apply(ym).sum() + (xm * 2.0).sum()).backward()
+    assert xm.grad is None and ym.grad is None
