@@ -35,3 +35,97 @@ def test_an_alternative_by_itemsize_passes():
 def test_wrong_predictions_are_named(predicted, phrase):
     with pytest.raises(AssertionError, match=phrase):
         nb02.check_training_bytes(predicted)
+
+
+# ------------------------------------------------------------- kept_bytes: the walk
+
+import minigrad as mg  # noqa: E402
+
+
+def owner(a):
+    while isinstance(a.base, np.ndarray):
+        a = a.base
+    return a
+
+
+def reference_walk(root):
+    owners = {}
+    for node in mg.topological_order(root):
+        for a in node.arrays():
+            owners[id(owner(a))] = owner(a).nbytes
+    return sum(owners.values())
+
+
+def test_the_reference_walk_passes():
+    nb02.check_kept_bytes(reference_walk)
+
+
+def test_an_alternative_walk_by_shares_memory_passes():
+    """No .base walk: a list of distinct owners found with np.shares_memory, and a stack instead of the order."""
+    def kept(root):
+        stack, seen, found = [root.grad_fn] if root.grad_fn is not None else [], set(), []
+        while stack:
+            node = stack.pop()
+            if id(node) in seen:
+                continue
+            seen.add(id(node))
+            stack.extend(p for p in node.parents if p is not None)
+            for a in node.arrays():
+                o = owner(a)
+                if not any(o is b for b in found):
+                    found.append(o)
+        return int(sum(b.nbytes for b in found))
+    nb02.check_kept_bytes(kept)
+
+
+def per_node(root):
+    return sum(a.nbytes for n in mg.topological_order(root) for a in n.arrays())
+
+
+def by_identity(root):
+    return sum({id(a): a.nbytes for n in mg.topological_order(root) for a in n.arrays()}.values())
+
+
+def view_sizes(root):
+    sizes = {}
+    for n in mg.topological_order(root):
+        for a in n.arrays():
+            sizes.setdefault(id(owner(a)), a.nbytes)
+    return sum(sizes.values())
+
+
+def saved_only(root):
+    found = {}
+    for n in mg.topological_order(root):
+        for a in n.saved or ():
+            if isinstance(a, np.ndarray):
+                found[id(owner(a))] = owner(a).nbytes
+    return sum(found.values())
+
+
+def with_leaves(root):
+    found = {}
+    for n in mg.topological_order(root):
+        arrays = list(n.arrays()) + ([n.variable.data] if isinstance(n, mg.function.AccumulateGrad) else [])
+        for a in arrays:
+            found[id(owner(a))] = owner(a).nbytes
+    return sum(found.values())
+
+
+def no_release(root):
+    return sum({id(owner(a)): owner(a).nbytes for n in mg.topological_order(root) for a in n.saved
+                if a is not None}.values())
+
+
+@pytest.mark.parametrize("wrong, phrase", [
+    (per_node, "an array kept by two nodes .* count each buffer once"),
+    (by_identity, "you counted a view apart from the array it was made from"),
+    (view_sizes, "count the owner's nbytes"),
+    (saved_only, r"node.arrays\(\) also lists the arrays in the node's own attributes"),
+    (with_leaves, "an AccumulateGrad node keeps no array"),
+    (no_release, r"node.saved is None\): node.arrays\(\) is then empty|node.arrays\(\) also lists"),
+    (lambda root: float(reference_walk(root)), "return a whole number of bytes"),
+])
+def test_wrong_walks_are_named(wrong, phrase):
+    with pytest.raises(AssertionError, match=phrase):
+        nb02.check_kept_bytes(wrong)
