@@ -37,7 +37,7 @@ def test_wrong_predictions_are_named(predicted, phrase):
         nb02.check_training_bytes(predicted)
 
 
-# ------------------------------------------------------------- kept_bytes: the walk
+# ------------------------------------------------------------- kept_for_backward: the walk
 
 import minigrad as mg  # noqa: E402
 
@@ -57,7 +57,7 @@ def reference_walk(root):
 
 
 def test_the_reference_walk_passes():
-    nb02.check_kept_bytes(reference_walk)
+    nb02.check_kept_for_backward(reference_walk)
 
 
 def test_an_alternative_walk_by_shares_memory_passes():
@@ -75,7 +75,7 @@ def test_an_alternative_walk_by_shares_memory_passes():
                 if not any(o is b for b in found):
                     found.append(o)
         return int(sum(b.nbytes for b in found))
-    nb02.check_kept_bytes(kept)
+    nb02.check_kept_for_backward(kept)
 
 
 def per_node(root):
@@ -128,4 +128,4 @@ def no_release(root):
 ])
 def test_wrong_walks_are_named(wrong, phrase):
     with pytest.raises(AssertionError, match=phrase):
-        nb02.check_kept_bytes(wrong)
+        nb02.check_kept_for_backward(wrong)

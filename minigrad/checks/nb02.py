@@ -11,7 +11,7 @@ example, and names the array that accounts for it: a ReLU output counted
 twice or not at all, the probabilities, the int64 row indices and labels,
 the input batch, the freed matmul outputs, or 4 bytes per number instead of 8.
 
-``check_kept_bytes(kept_bytes)`` compares your walk with
+``check_kept_for_backward(kept_for_backward)`` compares your walk with
 ``saved_memory(root)["total"]`` on five graphs: the MLP with softmax and
 cross_entropy (a ReLU output kept by two nodes; the loss's int64 arrays in its
 attributes), a graph where one op keeps a reshaped view of an array another op
@@ -32,7 +32,7 @@ from ..function import AccumulateGrad, no_grad
 from ..inspect import saved_memory
 from ..tensor import Tensor
 
-__all__ = ["check_training_bytes", "measured_training_bytes", "CASES", "check_kept_bytes"]
+__all__ = ["check_training_bytes", "measured_training_bytes", "CASES", "check_kept_for_backward"]
 
 CASES = [(batch, sizes) for sizes in ([784, 256, 128, 10], [20, 5, 3], [10, 10]) for batch in (1, 7, 64)]
 
@@ -89,7 +89,7 @@ def _owner(a: np.ndarray) -> np.ndarray:
 
 
 def _kept_graphs() -> dict:
-    """The graphs check_kept_bytes walks, by name (built afresh on each call)."""
+    """The graphs check_kept_for_backward walks, by name (built afresh on each call)."""
     rng = np.random.default_rng(2)
     net = nn.MLP([20, 5, 3])
     x = Tensor(rng.standard_normal((7, 20)))
@@ -141,12 +141,12 @@ def _slips(root) -> list[tuple[int, str]]:
     ]
 
 
-def check_kept_bytes(kept_bytes) -> None:
-    """Raise AssertionError unless kept_bytes(root) equals saved_memory(root)["total"] on every graph."""
+def check_kept_for_backward(kept_for_backward) -> None:
+    """Raise AssertionError unless kept_for_backward(root) equals saved_memory(root)["total"] on every graph."""
     for name, root in _kept_graphs().items():
         want = saved_memory(root)["total"]
         try:
-            mine = kept_bytes(root)
+            mine = kept_for_backward(root)
         except NotImplementedError:
             raise
         except Exception as err:
@@ -154,9 +154,9 @@ def check_kept_bytes(kept_bytes) -> None:
             if isinstance(err, TypeError) and "NoneType" in str(err):
                 hint = (" After backward() a node's saved values are released (node.saved is None): "
                         "node.arrays() is then empty")
-            raise AssertionError(f"{name}: kept_bytes raised {type(err).__name__}: {err}.{hint}") from err
+            raise AssertionError(f"{name}: kept_for_backward raised {type(err).__name__}: {err}.{hint}") from err
         if not isinstance(mine, (int, np.integer)):
-            raise AssertionError(f"{name}: kept_bytes returned {type(mine).__name__}; return a whole number of bytes")
+            raise AssertionError(f"{name}: kept_for_backward returned {type(mine).__name__}; return a whole number of bytes")
         if mine == want:
             continue
         why = next((text for total, text in _slips(root) if total == mine and total != want),
