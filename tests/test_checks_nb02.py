@@ -60,8 +60,8 @@ def test_the_reference_walk_passes():
     nb02.check_kept_for_backward(reference_walk)
 
 
-def test_an_alternative_walk_by_shares_memory_passes():
-    """No .base walk: a list of distinct owners found with np.shares_memory, and a stack instead of the order."""
+def test_an_alternative_walk_of_its_own_passes():
+    """Its own stack walk over node.parents instead of the order; owners kept in a list, by identity."""
     def kept(root):
         stack, seen, found = [root.grad_fn] if root.grad_fn is not None else [], set(), []
         while stack:
