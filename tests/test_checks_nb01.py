@@ -70,3 +70,80 @@ def changed(**delta):
 def test_wrong_predictions_are_named(predicted, phrase):
     with pytest.raises(AssertionError, match=phrase):
         nb01.check_predicted_ops(predicted, rnn_score, sentence)
+
+
+# ------------------------------------------------------------ leaves_reached
+
+import minigrad  # noqa: E402
+from minigrad.function import AccumulateGrad  # noqa: E402
+
+
+def walk(dedupe=True, skip_none=True, recursive=False, first_edge_only=False, take="variable",
+         inputs_too=False):
+    def leaves_reached(root):
+        out, seen = [], set()
+
+        def visit(node):
+            if isinstance(node, AccumulateGrad):
+                out.append(node.variable if take == "variable" else node)
+            for p, t in zip(node.parents, getattr(node, "inputs", ()) or ()):
+                if inputs_too and p is None and t is not None and all(t is not u for u in out):
+                    out.append(t)
+            edges = [p for p in node.parents if p is not None or not skip_none]
+            return edges[:1] if first_edge_only else edges
+
+        if recursive:
+            def rec(node):
+                if node in seen:
+                    return
+                seen.add(node)
+                for p in visit(node):
+                    rec(p)
+            if root.grad_fn is not None:
+                rec(root.grad_fn)
+            return out
+        stack = [root.grad_fn] if root.grad_fn is not None or not skip_none else []
+        while stack:
+            node = stack.pop()
+            if dedupe and node in seen:
+                continue
+            seen.add(node)
+            stack.extend(visit(node))
+        return out
+    return leaves_reached
+
+
+def test_the_reference_walk_passes():
+    nb01.check_leaves_reached(walk(), rnn_score, sentence)
+
+
+def test_an_alternative_breadth_first_walk_with_a_dict_passes():
+    from collections import deque
+
+    def leaves_reached(root):
+        found, seen, queue = {}, set(), deque([root.grad_fn])
+        while queue:
+            node = queue.popleft()
+            if node is None or id(node) in seen:
+                continue
+            seen.add(id(node))
+            if type(node).__name__ == "AccumulateGrad":
+                found[id(node.variable)] = node.variable
+            queue.extend(node.parents)
+        return list(found.values())
+    nb01.check_leaves_reached(leaves_reached, rnn_score, sentence)
+
+
+@pytest.mark.parametrize("wrong, phrase", [
+    (walk(dedupe=False), "appears 2 times: .* visit each once"),
+    (walk(recursive=True), "RecursionError: your walk calls itself"),
+    (walk(first_edge_only=True), r"misses \[U\].*follow every edge"),
+    (lambda r: [n.variable for n in minigrad.topological_order(r) if isinstance(n, AccumulateGrad)],
+     "called minigrad.topological_order"),
+    (walk(take="node"), "not a tensor: .* its leaf is node.variable"),
+    (walk(skip_none=False), "An edge is None .*skip those"),
+    (walk(inputs_too=True), r"your list has \[x\].*it does not require grad"),
+])
+def test_wrong_walks_are_named(wrong, phrase):
+    with pytest.raises(AssertionError, match=phrase):
+        nb01.check_leaves_reached(wrong, rnn_score, sentence)

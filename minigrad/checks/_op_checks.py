@@ -5,12 +5,15 @@ Nothing here is an exercise check by itself; the ``nbNN`` modules build on it.
 
 from __future__ import annotations
 
+import contextlib
+import sys
 import tracemalloc
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
+from ..engine import topological_order as _topological_order
 from ..gradcheck import GradcheckError, gradcheck
 
 
@@ -71,3 +74,42 @@ def peak_bytes(f: Callable, *args: Any) -> tuple[Any, int]:
         if not was_tracing:
             tracemalloc.stop()
     return out, peak - start
+
+
+@contextlib.contextmanager
+def recursion_limit(limit: int):
+    """Python's recursion limit set to ``limit`` inside the block (1000 is Python's default)."""
+    previous = sys.getrecursionlimit()
+    sys.setrecursionlimit(limit)
+    try:
+        yield
+    finally:
+        sys.setrecursionlimit(previous)
+
+
+class Tripwire:
+    """Stands in for ``minigrad.topological_order`` while a learner's walk runs, and notes a call.
+
+    ``with tripwire.armed(): ...`` replaces ``minigrad.topological_order`` (and the
+    engine module's) by the tripwire, which still answers; ``tripwire.called`` then
+    says whether the code asked it.
+    """
+
+    def __init__(self):
+        self.called = False
+
+    def __call__(self, *args, **kwargs):
+        self.called = True
+        return _topological_order(*args, **kwargs)
+
+    @contextlib.contextmanager
+    def armed(self):
+        import minigrad
+
+        from .. import engine
+        saved = minigrad.topological_order, engine.topological_order
+        minigrad.topological_order = engine.topological_order = self
+        try:
+            yield self
+        finally:
+            minigrad.topological_order, engine.topological_order = saved

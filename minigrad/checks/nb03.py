@@ -30,17 +30,13 @@ gradients it wrote before the error). ``show_backward`` prints the per-graph res
 
 from __future__ import annotations
 
-import contextlib
-import sys
-
 import numpy as np
-
-import minigrad
 
 from ..engine import topological_order as _topological_order
 from ..function import AccumulateGrad, Function
 from ..hooks import op_hook
 from ..tensor import Tensor
+from ._op_checks import Tripwire, recursion_limit
 
 __all__ = ["check_order", "show_order", "check_backward", "show_backward", "StandInNode", "StandInRoot"]
 
@@ -84,37 +80,6 @@ def _chain(start: Tensor, depth: int) -> Tensor:
     for _ in range(depth):
         v = v * 1.001
     return v
-
-
-@contextlib.contextmanager
-def _recursion_limit(limit: int):
-    previous = sys.getrecursionlimit()
-    sys.setrecursionlimit(limit)
-    try:
-        yield
-    finally:
-        sys.setrecursionlimit(previous)
-
-
-class _Tripwire:
-    """Replaces minigrad.topological_order while the learner's code runs, and notes a call."""
-
-    def __init__(self):
-        self.called = False
-
-    def __call__(self, *args, **kwargs):
-        self.called = True
-        return _topological_order(*args, **kwargs)
-
-    @contextlib.contextmanager
-    def armed(self):
-        from .. import engine
-        saved = minigrad.topological_order, engine.topological_order
-        minigrad.topological_order = engine.topological_order = self
-        try:
-            yield self
-        finally:
-            minigrad.topological_order, engine.topological_order = saved
 
 
 def _order_problem(order, root, expected) -> str | None:
@@ -189,12 +154,12 @@ def _order_results(reverse_topo_by_counting) -> dict[str, tuple[int, str | None]
              "chain of 10,000 muls": _chain(Tensor(1.0, requires_grad=True, name="x"), DEPTH)}
     stand_in_root, stand_in_nodes = _stand_in_graph()
     results = {}
-    tripwire = _Tripwire()
+    tripwire = Tripwire()
     cases = [(name, r, None) for name, r in roots.items()] + [("stand-in nodes", stand_in_root, stand_in_nodes)]
     for name, r, expected in cases:
         expected = _topological_order(r) if expected is None else expected
         try:
-            with _recursion_limit(1000), tripwire.armed():
+            with recursion_limit(1000), tripwire.armed():
                 order = reverse_topo_by_counting(r)
         except NotImplementedError:
             raise
@@ -387,7 +352,7 @@ def _fails_part_way(my_backward) -> str | None:
 
 def _backward_results(my_backward) -> dict[str, str | None]:
     results = {}
-    with _recursion_limit(1000):
+    with recursion_limit(1000):
         for name, build in GRAPHS:
             (root_m, mine), (root_t, theirs) = build(), build()
             try:
