@@ -2,6 +2,7 @@
 #
 #   make test     unit tests, then every notebook under strict nbval
 #   make lab-student  learners: JupyterLab on the exercises (build/student/), localhost only, with a token
+#                 (both labs add PyTorch's CPU build, for the comparisons; TORCH=0 skips it)
 #   make lab      instructors: JupyterLab on the reference notebooks (notebooks/), the same way
 #   make lab LANG=zh  (and lab-student, student) the same in the Chinese edition (build/zh/)
 #   make execute  re-run every notebook in place (Restart & Run All)
@@ -11,7 +12,7 @@
 #                 also the Chinese notebooks under strict nbval (make nbtest-zh)
 #   make i18n-status  what the Chinese edition still needs translated (tools/i18n.py)
 #   make lint     ruff on the package, the tests and the notebooks
-#   make torch    add PyTorch to .venv (optional; enables the comparisons)
+#   make torch    add PyTorch's CPU build to .venv (the labs do it too; enables the comparisons)
 #   make student  write build/student/: exercises blanked, outputs cleared
 #   make bench    time minigrad against hand-written NumPy (and PyTorch): benchmarks/RESULTS.md
 #   make upgrade  re-resolve constraints.txt to the newest versions that work together, rebuild .venv
@@ -24,6 +25,10 @@ BIN        := $(VENV)/bin
 STAMP      := $(VENV)/.installed
 NOTEBOOKS  := $(sort $(wildcard notebooks/[0-9][0-9]_*.ipynb))
 TORCH_SPEC ?= torch==2.13.0
+# Where PyTorch's CPU-only wheels are (pip takes the +cpu build from there); TORCH_INDEX= for PyPI only.
+TORCH_INDEX ?= https://download.pytorch.org/whl/cpu
+# The labs install PyTorch (make torch) unless TORCH=0.
+TORCH ?= 1
 ROOTFLAG   := $(if $(filter 0,$(shell id -u)),--allow-root)
 NBVAL      := --nbval --nbval-current-env --nbval-sanitize-with tests/nbval_sanitize.cfg \
               --nbval-cell-timeout 600
@@ -54,7 +59,7 @@ endif
 ZH       := $(filter zh,$(EDITION))
 
 # ------------------------------------------------------------------ set-up
-.PHONY: lab-student dot-optional upgrade
+.PHONY: lab-student dot-optional torch-optional upgrade
 
 # Known-good versions of everything the course installs (see `make upgrade`).
 # They were resolved on one Python version (the file says which); on another,
@@ -248,7 +253,7 @@ endef
 LAB_CONFIG := $(LABCONF)/jupyter_server_config.py $(LABCONF)/settings/overrides.json
 lab lab-student: export LAB_RUN := $(LAB_RUN_PY)
 
-lab: $(STAMP) dot-optional $(if $(ZH),$(ZH_STAMP),$(TRUSTED)) $(LAB_CONFIG)
+lab: $(STAMP) dot-optional torch-optional $(if $(ZH),$(ZH_STAMP),$(TRUSTED)) $(LAB_CONFIG)
 ifeq ($(ZH),)
 	$(call serve_lab,notebooks)
 else
@@ -261,7 +266,7 @@ STUDENT_STAMP := build/student/.make_student.json
 $(STUDENT_STAMP): $(NOTEBOOKS) tools/make_student.py | $(STAMP)
 	$(BIN)/python tools/make_student.py --out build/student $(NOTEBOOKS)
 
-lab-student: $(STAMP) dot-optional $(if $(ZH),$(ZH_STUDENT_STAMP),$(STUDENT_STAMP)) $(LAB_CONFIG)
+lab-student: $(STAMP) dot-optional torch-optional $(if $(ZH),$(ZH_STUDENT_STAMP),$(STUDENT_STAMP)) $(LAB_CONFIG)
 ifeq ($(ZH),)
 	$(call serve_lab,build/student)
 else
@@ -373,7 +378,20 @@ lint: $(STAMP)
 	$(BIN)/ruff check minigrad tests notebooks tools benchmarks
 
 torch: $(STAMP)
-	@$(BIN)/python -c 'import torch' 2>/dev/null || $(BIN)/python -m pip install --quiet '$(TORCH_SPEC)'
+	@$(BIN)/python -c 'import torch' 2>/dev/null || \
+	  $(BIN)/python -m pip install --quiet $(if $(TORCH_INDEX),--extra-index-url $(TORCH_INDEX)) '$(TORCH_SPEC)'
+
+# The labs: PyTorch's CPU build, so that the cells that show PyTorch's graph and
+# saved tensors beside minigrad's (notebooks 02, 06, 12, ...) run for learners too.
+# TORCH=0 skips it; so does a failed install (offline), with a note: those
+# cells then say that PyTorch is not installed.
+torch-optional: $(STAMP)
+ifeq ($(TORCH),0)
+	@echo "TORCH=0: PyTorch is left out; the cells that compare with it say so and skip."
+else
+	@$(MAKE) --no-print-directory torch || \
+	  echo "Could not install $(TORCH_SPEC); going on without it (the PyTorch comparisons skip; make torch retries)." >&2
+endif
 
 # The student version: each "# BEGIN SOLUTION ... # END SOLUTION" region becomes
 # `raise NotImplementedError`; outputs are cleared. See build/student/README.md.

@@ -134,7 +134,7 @@ def servers():
 
 def make_lab(env, tmp_path, port, *args) -> list[str]:
     return ["make", "--no-print-directory", "-o", ".venv/.installed", "-o", ".venv/.trusted",
-            "-o", "dot-optional", "lab", f"BIN={BIN}", f"PORT={port}",
+            "-o", "dot-optional", "-o", "torch-optional", "lab", f"BIN={BIN}", f"PORT={port}",
             f"LABCONF={tmp_path / 'course-lab'}", "LAB_ARGS=--no-browser", *args]
 
 
@@ -260,3 +260,17 @@ def test_readme_sends_learners_to_lab_student_and_says_what_lab_is_for():
     assert re.search(r"Learners: `make lab-student`", readme)
     assert re.search(r"Instructors: `make lab`\.\*\* It serves the reference notebooks", readme)
     assert "make lab TOKEN=" in readme and "127.0.0.1" in readme
+
+
+def test_the_labs_install_pytorch_unless_torch_0():
+    """Both labs run `make torch` (PyTorch's CPU build) first; TORCH=0 leaves it out and says so."""
+    for target in ("lab", "lab-student"):
+        base = ["make", "-n", "--no-print-directory", "-o", ".venv/.installed", "-o", ".venv/.trusted",
+                "-o", "dot-optional", target]
+        with_torch = subprocess.run(base, cwd=ROOT, capture_output=True, text=True).stdout
+        without = subprocess.run(base + ["TORCH=0"], cwd=ROOT, capture_output=True, text=True).stdout
+        assert "make --no-print-directory torch" in with_torch, with_torch
+        assert "TORCH=0: PyTorch is left out" in without and "pip install" not in without
+        assert "make --no-print-directory torch" not in without, without
+    torch_rule = (ROOT / "Makefile").read_text().split("\ntorch: ", 1)[1].split("\n\n", 1)[0]
+    assert "--extra-index-url $(TORCH_INDEX)" in torch_rule and "$(TORCH_SPEC)" in torch_rule

@@ -75,3 +75,15 @@ def test_plot_saved_stacks_bytes_by_kind():
     legend = {t.get_text() for t in ax.get_legend().get_texts()}
     assert legend == {"parameter", "input", "activation", "extra"}
     assert saved_values(loss) == rows  # plotting changed nothing
+
+
+def test_plot_saved_names_a_segment_too_thin_to_see():
+    """The loss's 1 kB of int64 arrays beside a 400 kB bar: its kind and size are written out."""
+    mg.random.manual_seed(0)
+    model = mg.nn.MLP([784, 256, 128, 10])
+    x = Tensor(np.random.default_rng(0).standard_normal((64, 784)))
+    loss = model(x).softmax(axis=1).cross_entropy(np.zeros(64, dtype=np.int64))
+    fig = plot_saved(saved_values(loss))
+    texts = [t.get_text() for t in fig.axes[0].texts]
+    assert any("extra 1.0" in t for t in texts), texts
+    assert not any("of which" in t for t in texts[:1]), texts      # the first matmul's bar is all input

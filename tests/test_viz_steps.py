@@ -7,7 +7,7 @@ import pytest
 
 import minigrad as mg
 from minigrad import Tensor
-from minigrad.viz import backward_steps
+from minigrad.viz import backward_steps, draw_graph
 from minigrad.viz.graph import PALETTE
 
 
@@ -191,3 +191,17 @@ def test_in_place_change_after_the_forward_is_refused():
         h.add_(1.0)
     with pytest.raises(RuntimeError, match="backward_steps: .*modified in place"):
         backward_steps(y)
+
+
+def test_frames_tell_this_step_and_finished_apart_by_border_too():
+    """Not by colour alone: the current node has a thick border, finished ones a dashed border."""
+    x, loss = two_paths()
+    steps = backward_steps(loss)
+    for k, s in enumerate(steps.steps, start=1):
+        src = steps.frame(k).source
+        thick = sorted(int(i) for i in re.findall(r'\t(?:t|op)(\d+) \[[^\]]*penwidth=3 ', src))
+        dashed = sorted(int(i) for i in
+                        re.findall(r'\t(?:t|op)(\d+) \[[^\]]*style="filled,[a-z,]*dashed"', src))
+        assert thick == [s.index], src
+        assert dashed == sorted(p.index for p in steps.steps[:k - 1]), src
+    assert "penwidth" not in draw_graph(loss, highlight=[x]).source   # plain drawings keep their look

@@ -166,7 +166,8 @@ def graph_view(root) -> tuple[list, dict[int, int]]:
 def draw_graph(root, show_grads: bool = False, show_data: bool = True,
                max_nodes: int = 60, rankdir: str = "LR",
                highlight: Iterable = (), done: Iterable = (),
-               grads: dict[int, np.ndarray] | None = None, title: str | None = None) -> Graph:
+               grads: dict[int, np.ndarray] | None = None, title: str | None = None,
+               outline: bool = False) -> Graph:
     """A Graphviz drawing of the graph of backward nodes behind ``root``.
 
     Ops are ellipses; tensors are boxes, drawn only while Python still holds them
@@ -186,6 +187,8 @@ def draw_graph(root, show_grads: bool = False, show_data: bool = True,
         highlight, done: nodes (or tensors) to colour as the current / finished node.
         grads: {topological index: gradient} to show instead of ``.grad``.
         title: a caption under the graph.
+        outline: also tell highlighted and finished nodes apart by their border, not by
+            colour alone: a thick border for the current node, a dashed one when finished.
     """
     order, index = graph_view(root)
     root_t = root if isinstance(root, Tensor) else None
@@ -217,6 +220,14 @@ def draw_graph(root, show_grads: bool = False, show_data: bool = True,
             return PALETTE["focus"]
         return PALETTE["done"] if id(node) in finished else PALETTE[kind]
 
+    def border(node, style: str) -> dict[str, str]:
+        """The style (and pen width) that marks the current or a finished node, with outline=True."""
+        if outline and id(node) in focus:
+            return {"style": style, "penwidth": "3"}
+        if outline and id(node) in finished:
+            return {"style": style + ",dashed", "penwidth": "1.5"}
+        return {"style": style}
+
     def grad_of(i: int, t: Tensor | None):
         if grads is not None:
             return grads.get(i)
@@ -232,20 +243,21 @@ def draw_graph(root, show_grads: bool = False, show_data: bool = True,
         if isinstance(node, AccumulateGrad):
             g.node(f"t{i}", tensor_label(t, i, grad_of(i, t), show_grads, show_data,
                                          fall_back_to_grad=grads is None),
-                   shape="box", style="filled,rounded", fillcolor=fill(node, _kind(t, root_t)))
+                   shape="box", fillcolor=fill(node, _kind(t, root_t)), **border(node, "filled,rounded"))
             source[id(node)] = f"t{i}"
             continue
         label = node.name
         if t is None and show_grads and grads is not None:  # a freed value keeps no .grad to show
             gi = grad_of(i, None)
             label += "\n" + ("grad None" if gi is None else f"grad {_fmt(gi)}")
-        g.node(f"op{i}", label, shape="ellipse", style="filled",
-               fillcolor=fill(node, "op") if (id(node) in focus or id(node) in finished) and t is None
-               else PALETTE["op"])
+        freed_and_marked = (id(node) in focus or id(node) in finished) and t is None
+        g.node(f"op{i}", label, shape="ellipse",
+               fillcolor=fill(node, "op") if freed_and_marked else PALETTE["op"],
+               **(border(node, "filled") if freed_and_marked else {"style": "filled"}))
         if t is not None:
             g.node(f"t{i}", tensor_label(t, i, grad_of(i, t), show_grads, show_data,
                                          fall_back_to_grad=grads is None),
-                   shape="box", style="filled,rounded", fillcolor=fill(node, _kind(t, root_t)))
+                   shape="box", fillcolor=fill(node, _kind(t, root_t)), **border(node, "filled,rounded"))
             g.edge(f"op{i}", f"t{i}")
             source[id(node)] = f"t{i}"
         else:

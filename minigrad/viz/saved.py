@@ -125,7 +125,8 @@ def plot_saved(rows: Sequence[SavedRow], title: str | None = None, ax=None,
 
     ``rows`` come from :func:`minigrad.inspect.saved_values`. Each bar counts
     what that op's ctx refers to, so an array saved by two ops appears twice.
-    Each kind has a colour and a hatch; the legend stands right of the axes.
+    Each kind has a colour and a hatch; the legend stands right of the axes. A
+    segment too thin to see (under 2% of the longest bar) is named beside its bar's total.
     """
     if ax is None:
         fig, ax = plt.subplots(figsize=(7, 0.35 * len(rows) + 1.2))
@@ -134,17 +135,23 @@ def plot_saved(rows: Sequence[SavedRow], title: str | None = None, ax=None,
     labels = [f"op{r.index} {r.op}" for r in rows]
     y = np.arange(len(rows))[::-1]
     left = np.zeros(len(rows))
+    parts = {}
     for kind in KINDS:
         widths = np.array([sum(s.nbytes for s in r.saved if s.kind == kind) for r in rows]) / unit
         if widths.any():
             ax.barh(y, widths, left=left, color=KIND_COLORS[kind], hatch=KIND_HATCHES[kind],
                     edgecolor=(0.0, 0.0, 0.0, 0.45), linewidth=0, label=kind, height=0.7)
         left += widths
-    for yy, total in zip(y, left):
-        ax.text(total, yy, f" {total:,.1f}", va="center", fontsize=8)
+        parts[kind] = widths
+    tiny = 0.02 * max(left.max(), 1e-9)            # a segment this thin cannot be seen: say it in words
+    for k, (yy, total) in enumerate(zip(y, left)):
+        hidden = [f"{kind} {parts[kind][k]:,.1f}" for kind in KINDS
+                  if 0 < parts[kind][k] < tiny and parts[kind][k] < total]
+        note = f" (of which {', '.join(hidden)})" if hidden else ""
+        ax.text(total, yy, f" {total:,.1f}{note}", va="center", fontsize=8)
     ax.set_yticks(y, labels)
     ax.set_xlabel(f"saved for backward ({unit_name})")
-    ax.set_xlim(0, max(left.max(), 1e-9) * 1.18)
+    ax.set_xlim(0, max(left.max(), 1e-9) * 1.3)
     if title:
         ax.set_title(title)
     legend_outside(ax)

@@ -6,11 +6,11 @@ it through its hook (``minigrad.op_hook``'s ``"backward"`` and ``"accumulate"``
 events): every node the engine processes becomes one step, in the engine's own
 order. Each step is one frame: a drawing of the whole graph in which
 
-* the node being processed is orange: every consumer has already sent its
-  part, so its gradient is complete;
-* the nodes processed earlier are green;
-* every box shows the gradient known *so far*; a box that is neither orange nor
-  green and shows a gradient is still waiting for more contributions.
+* the node being processed is orange, with a thick border: every consumer has
+  already sent its part, so its gradient is complete;
+* the nodes processed earlier are green, with a dashed border;
+* every box shows the gradient known *so far*; a box with a plain border that
+  shows a gradient is still waiting for more contributions.
 
 (The real engine also frees each intermediate gradient as soon as it is used;
 the frames keep them all on show.)
@@ -36,7 +36,7 @@ from .graph import Graph, draw_graph, graph_view
 
 __all__ = ["Step", "BackwardSteps", "backward_steps"]
 
-LEGEND = "orange: this step   green: finished   others: gradient so far"
+LEGEND = "orange, thick border: this step   green, dashed border: finished   others: gradient so far"
 
 
 @dataclass(frozen=True)
@@ -169,7 +169,8 @@ class BackwardSteps:
         title = f"step {number} of {len(self)}: {s.describe(self.names)}\n{LEGEND}"
         return draw_graph(self.root, show_grads=True, show_data=self.show_data,
                           max_nodes=self.max_nodes, rankdir=self.rankdir,
-                          highlight=[self.order[s.index]], done=done, grads=s.grads, title=title)
+                          highlight=[self.order[s.index]], done=done, grads=s.grads, title=title,
+                          outline=True)
 
     def frames(self) -> list[Graph]:
         return [self.frame(k) for k in range(1, len(self) + 1)]
