@@ -160,3 +160,94 @@ def in_place_inputs(vectors):
 def test_ring_wrong_solutions_are_named(f, phrase):
     with pytest.raises(AssertionError, match=phrase):
         nb13.check_ring_allreduce(f)
+
+
+# ---------------------------------------------------------------- the loss scaler
+
+
+class Scaler:                                           # the notebook's solution
+    def __init__(self, init=2.0 ** 16, growth_interval=2000):
+        self.scale, self.growth_interval, self.good = float(init), growth_interval, 0
+
+    def update(self, finite):
+        if not finite:
+            self.scale, self.good = self.scale / 2, 0
+            return False
+        self.good += 1
+        if self.good == self.growth_interval:
+            self.scale, self.good = self.scale * 2, 0
+        return True
+
+
+class ScalerHistory:                                    # counts from the last change, kept as a list
+    def __init__(self, init, growth_interval):
+        self.scale, self.n, self.run = init, growth_interval, []
+
+    def update(self, finite):
+        self.run = self.run + [finite] if finite else []
+        self.scale = self.scale * 2 if len(self.run) == self.n else self.scale if finite else self.scale * 0.5
+        if len(self.run) == self.n:
+            self.run = []
+        return finite
+
+
+def fake_net(scale):                                    # a float16 backward overflows from 2^16 on
+    return scale < 2.0 ** 16
+
+
+@pytest.mark.parametrize("cls", [Scaler, ScalerHistory])
+def test_loss_scaler_correct_solutions_pass(cls):
+    nb13.check_loss_scaler(cls, fake_net)
+
+
+class DoublesEveryStep(Scaler):
+    def update(self, finite):
+        if not finite:
+            self.scale /= 2
+            return False
+        self.scale *= 2
+        return True
+
+
+class NoResetOnOverflow(Scaler):
+    def update(self, finite):
+        if not finite:
+            self.scale /= 2
+            return False
+        return super().update(finite)
+
+
+class AppliesOverflow(Scaler):
+    def update(self, finite):
+        super().update(finite)
+        return True
+
+
+class OffByOne(Scaler):
+    def update(self, finite):
+        if not finite:
+            self.scale, self.good = self.scale / 2, 0
+            return False
+        if self.good == self.growth_interval:
+            self.scale, self.good = self.scale * 2, 0
+        self.good += 1
+        return True
+
+
+class NeverGrows(Scaler):
+    def update(self, finite):
+        if not finite:
+            self.scale /= 2
+        return finite
+
+
+@pytest.mark.parametrize("cls, phrase", [
+    (DoublesEveryStep, "double\\s+it after 3 applied steps"),
+    (NoResetOnOverflow, "counting again from 0 after every change and every\\s+overflow"),
+    (AppliesOverflow, "return False for a step whose gradients are not\\s+finite"),
+    (OffByOne, "before step 6 the scale is 512, expected 1024"),
+    (NeverGrows, "the scale is 512, expected 1024"),
+], ids=["doubles every step", "no reset on overflow", "applies an overflowed step", "off by one", "never grows"])
+def test_loss_scaler_wrong_solutions_are_named(cls, phrase):
+    with pytest.raises(AssertionError, match=phrase):
+        nb13.check_loss_scaler(cls, fake_net)

@@ -80,3 +80,47 @@ def check_ring_allreduce(ring_allreduce, vectors=None) -> None:
             f"K = {len(vs)}: ring_allreduce changed the vectors it was given: work on copies of the chunks"
         problem = ring_problem(results, sent, vs)
         assert problem is None, problem
+
+
+def _expected_scales(flags, init, growth_interval):
+    """The scale before each step and whether the step is applied, by GradScaler's rule."""
+    scale, good, out = init, 0, []
+    for finite in flags:
+        out.append((scale, finite))
+        if not finite:
+            scale, good = scale / 2, 0
+        else:
+            good += 1
+            if good == growth_interval:
+                scale, good = scale * 2, 0
+    return out
+
+
+def check_loss_scaler(LossScaler, grads_finite=None) -> None:
+    """Check a dynamic loss scaler ``LossScaler(init, growth_interval)`` with ``.scale`` and
+    ``.update(finite) -> bool`` (True: apply this step) against PyTorch's ``GradScaler`` rule: a step whose
+    gradients hold inf or NaN is skipped and halves the scale, and ``growth_interval`` applied steps in a
+    row double it. ``grads_finite(scale)``, if given, says whether a float16 backward at that scale stays
+    finite; the scaler then drives it from 2^24 for 12 steps with a growth interval of 3."""
+    flags = [True, True, False, True, True, True, True, False, False, True, True, True, True, True, True, True]
+    for init, interval in ((2.0 ** 10, 3), (65536.0, 2), (8.0, 1)):
+        scaler = attempt("LossScaler(init, growth_interval)", "keep the scale in .scale and count the good steps",
+                         LossScaler, init, interval)
+        for k, ((want_scale, want_apply), finite) in enumerate(zip(_expected_scales(flags, init, interval), flags)):
+            got_scale = float(scaler.scale)
+            assert got_scale == want_scale, (
+                f"growth interval {interval}, from {init:g}: before step {k} the scale is {got_scale:g}, expected "
+                f"{want_scale:g} (the flags so far: {flags[:k]}). Halve it after a step with inf or NaN, and double "
+                f"it after {interval} applied steps in a row, counting again from 0 after every change and every "
+                f"overflow")
+            applied = scaler.update(finite)
+            assert bool(applied) == want_apply, (
+                f"step {k}: update({finite}) returned {applied}: return False for a step whose gradients are not "
+                f"finite (the optimizer must skip it, or inf reaches the weights) and True otherwise")
+    if grads_finite is not None:
+        scaler, seen = LossScaler(2.0 ** 24, 3), []
+        for _ in range(12):
+            seen.append(int(np.log2(scaler.scale)))
+            scaler.update(grads_finite(scaler.scale))
+        want = [int(np.log2(s)) for s, _ in _expected_scales([grads_finite(2.0 ** k) for k in seen], 2.0 ** 24, 3)]
+        assert seen == want, f"on the float16 network the log2 scales were {seen}, expected {want}"
