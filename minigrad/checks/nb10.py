@@ -54,3 +54,57 @@ def check_clip_by_global_norm(clip_by_global_norm) -> None:
     assert np.allclose(pair[0], [0.6, 0.0]) and np.allclose(pair[1], [0.0, 0.8]), \
         f"clipped to {[np.asarray(p).tolist() for p in pair]}: every array is scaled by the same max_norm / norm " \
         f"(here 1/5); clipping each array by its own norm, or each element, turns the step"
+
+
+def _net(depth, seed=3, width=16, d_in=8, classes=4):
+    rng = np.random.default_rng(seed)
+    blocks = [nn.Sequential(nn.Linear(d_in if i == 0 else width, width, rng=rng), nn.Tanh()) for i in range(depth - 1)]
+    return nn.Sequential(*blocks, nn.Linear(width, classes, rng=rng))
+
+
+def check_record_flow(my_record_flow) -> None:
+    """Check ``my_record_flow(model, x, loss_fn) -> (activations, activation_grads, weight_grads)`` against
+    ``minigrad.flow.record_flow`` on a Sequential of [Linear, Tanh] blocks ending in a Linear: one entry per
+    block, the block's output, dL/d(output) and dL/dW of the block's weight matrix, equal to the package's
+    to 1e-12, with every ``.grad`` left as it was (the gradients come from ``minigrad.grad``), on 3 and on
+    40 blocks."""
+    from minigrad.flow import record_flow
+
+    rng = np.random.default_rng(10)
+    x, y = rng.standard_normal((12, 8)), rng.integers(0, 4, size=12)
+
+    def loss_fn(out):
+        return out.cross_entropy_with_logits(y)
+
+    for depth in (3, 40):
+        model = _net(depth)
+        sentinel = [np.full(p.shape, 7.0) for p in model.parameters()]
+        for p, s in zip(model.parameters(), sentinel):
+            p.grad = s.copy()
+        got = attempt("my_record_flow(model, x, loss_fn)",
+                      "return three lists: the blocks' outputs, their gradients, their weights' gradients",
+                      my_record_flow, model, x, loss_fn)
+        assert isinstance(got, (tuple, list)) and len(got) == 3, \
+            "return three lists: (activations, activation_grads, weight_grads)"
+        acts, act_grads, w_grads = got
+        assert all(np.array_equal(p.grad, s) for p, s in zip(model.parameters(), sentinel)), \
+            "my_record_flow changed the parameters' .grad (backward() writes it): ask the engine with " \
+            "minigrad.grad(loss, outputs + weights), which returns the gradients and leaves .grad alone"
+        ref = record_flow(model, x, loss_fn)
+        n = len(ref.activations)
+        assert len(acts) == len(act_grads) == len(w_grads) == n, \
+            f"{len(acts)}, {len(act_grads)} and {len(w_grads)} entries for {n} blocks (the last Linear counts as " \
+            f"one): record every block's output, run one after the other, including the last"
+        for i in range(n):
+            a, da, dw = (np.asarray(getattr(v, "data", v)) for v in (acts[i], act_grads[i], w_grads[i]))
+            assert a.shape == ref.activations[i].shape and np.allclose(a, ref.activations[i], rtol=0, atol=1e-12), \
+                f"block {i}: your activation differs from record_flow's: record the block's output (after its tanh)"
+            if not np.allclose(da, ref.activation_grads[i], rtol=1e-10, atol=1e-15):
+                hint = (" it is the gradient of the Linear's output (before the tanh): take the gradient with "
+                        "respect to the block's output" if i < n - 1 else "")
+                raise AssertionError(f"block {i}: dL/d(output) differs from record_flow's.{hint} Ask minigrad.grad "
+                                     f"for the gradient of the loss with respect to each block's output tensor")
+            assert dw.size == ref.weight_grads[i].size and \
+                np.allclose(dw.ravel(), ref.weight_grads[i], rtol=1e-10, atol=1e-15), \
+                f"block {i}: dL/dW differs from record_flow's: the gradient of the loss with respect to the " \
+                f"block's weight matrix (its Linear's .weight), not the weight itself"
