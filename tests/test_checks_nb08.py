@@ -9,13 +9,17 @@ from minigrad.checks import nb08
 
 
 def op(forward, backward, name="my_op"):
-    return type("MyOp", (Function,), {"name": name, "forward": staticmethod(forward),
-                                      "backward": staticmethod(backward)})
+    return type(
+        "MyOp",
+        (Function,),
+        {"name": name, "forward": staticmethod(forward), "backward": staticmethod(backward)},
+    )
 
 
 # ---------------------------------------------------------------- MyCrossEntropy
 
-def ce_forward(ctx, z, target):                       # the notebook's reference solution
+
+def ce_forward(ctx, z, target):  # the notebook's reference solution
     idx = np.arange(z.shape[0])
     shifted = z - z.max(axis=1, keepdims=True)
     lse = np.log(np.exp(shifted).sum(axis=1))
@@ -33,7 +37,7 @@ def ce_backward(ctx, g):
     return (probs * (g / n),)
 
 
-def ce_forward_lse(ctx, z, target):                  # saves log-probabilities instead of the logits
+def ce_forward_lse(ctx, z, target):  # saves log-probabilities instead of the logits
     m = z.max(axis=1, keepdims=True)
     log_p = (z - m) - np.log(np.exp(z - m).sum(axis=1, keepdims=True))
     ctx.save_for_backward(log_p)
@@ -110,19 +114,33 @@ def _g_in_place(ctx, g):
     return (dz,)
 
 
-@pytest.mark.parametrize("forward, backward, phrase", [
-    (ce_forward, _no_n, "N times too large"),
-    (ce_forward, _no_g, "multiply by the upstream g"),
-    (_global_max, ce_backward, "shift each row by its own max"),
-    (_no_shift, ce_backward, "exp\\(1000\\) overflows"),
-    (_log_of_softmax, ce_backward, "never take the log of a probability"),
-    (_in_place_shift, ce_backward, "changed the logits z in place"),
-    (_keeps_onehot, ce_backward, "a one-hot matrix"),
-    (_sum_not_mean, ce_backward, "divide by N"),
-    (ce_forward, _array_not_tuple, "with the comma"),
-    (ce_forward, _g_in_place, "changed g in place"),
-], ids=["no /N", "no g", "batch-wide max", "no max-shift", "log(softmax)", "z -= max", "keeps one-hot",
-        "sum not mean", "array not tuple", "g *= 2"])
+@pytest.mark.parametrize(
+    "forward, backward, phrase",
+    [
+        (ce_forward, _no_n, "N times too large"),
+        (ce_forward, _no_g, "multiply by the upstream g"),
+        (_global_max, ce_backward, "shift each row by its own max"),
+        (_no_shift, ce_backward, "exp\\(1000\\) overflows"),
+        (_log_of_softmax, ce_backward, "never take the log of a probability"),
+        (_in_place_shift, ce_backward, "changed the logits z in place"),
+        (_keeps_onehot, ce_backward, "a one-hot matrix"),
+        (_sum_not_mean, ce_backward, "divide by N"),
+        (ce_forward, _array_not_tuple, "with the comma"),
+        (ce_forward, _g_in_place, "changed g in place"),
+    ],
+    ids=[
+        "no /N",
+        "no g",
+        "batch-wide max",
+        "no max-shift",
+        "log(softmax)",
+        "z -= max",
+        "keeps one-hot",
+        "sum not mean",
+        "array not tuple",
+        "g *= 2",
+    ],
+)
 def test_cross_entropy_wrong_solutions_are_named(forward, backward, phrase):
     with np.errstate(all="ignore"), pytest.raises(AssertionError, match=phrase):
         nb08.check_cross_entropy(op(forward, backward))
@@ -131,13 +149,15 @@ def test_cross_entropy_wrong_solutions_are_named(forward, backward, phrase):
 def test_a_missing_solution_is_not_hidden():
     def blank(ctx, z, target):
         raise NotImplementedError
+
     with pytest.raises(NotImplementedError):
         nb08.check_cross_entropy(op(blank, ce_backward))
 
 
 # ---------------------------------------------------------------- MySoftCrossEntropy
 
-def soft_forward(ctx, z, q):                          # the notebook's reference solution
+
+def soft_forward(ctx, z, q):  # the notebook's reference solution
     shifted = z - z.max(axis=1, keepdims=True)
     log_s = shifted - np.log(np.exp(shifted).sum(axis=1, keepdims=True))
     ctx.save_for_backward(log_s)
@@ -150,7 +170,7 @@ def soft_backward(ctx, g):
     return ((np.exp(log_s) - ctx.q) * (g / log_s.shape[0]),)
 
 
-def soft_forward_lse(ctx, z, q):                      # the hint's form: -q.z + logsumexp(z), saving z
+def soft_forward_lse(ctx, z, q):  # the hint's form: -q.z + logsumexp(z), saving z
     m = z.max(axis=1, keepdims=True)
     lse = (m + np.log(np.exp(z - m).sum(axis=1, keepdims=True)))[:, 0]
     ctx.save_for_backward(z)
@@ -208,13 +228,17 @@ def _soft_log_softmax(ctx, z, q):
     return np.asarray(-(q * np.log(s)).sum() / z.shape[0])
 
 
-@pytest.mark.parametrize("forward, backward, phrase", [
-    (soft_forward, _argmax_onehot, "one-hot of q's largest entry"),
-    (_mean_nc, _mean_nc_backward, "divide by N"),
-    (soft_forward, _soft_no_g, "multiply the gradient by the upstream g"),
-    (_soft_global_max, soft_backward, "shift each row by its own max"),
-    (_soft_log_softmax, soft_backward, "never log\\(softmax\\(z\\)\\)"),
-], ids=["argmax one-hot", "mean over N*C", "no g", "batch-wide max", "log(softmax)"])
+@pytest.mark.parametrize(
+    "forward, backward, phrase",
+    [
+        (soft_forward, _argmax_onehot, "one-hot of q's largest entry"),
+        (_mean_nc, _mean_nc_backward, "divide by N"),
+        (soft_forward, _soft_no_g, "multiply the gradient by the upstream g"),
+        (_soft_global_max, soft_backward, "shift each row by its own max"),
+        (_soft_log_softmax, soft_backward, "never log\\(softmax\\(z\\)\\)"),
+    ],
+    ids=["argmax one-hot", "mean over N*C", "no g", "batch-wide max", "log(softmax)"],
+)
 def test_soft_wrong_solutions_are_named(forward, backward, phrase):
     with np.errstate(all="ignore"), pytest.raises(AssertionError, match=phrase):
         nb08.check_soft_cross_entropy(op(forward, backward))

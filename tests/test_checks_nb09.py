@@ -12,12 +12,12 @@ from minigrad.function import AccumulateGrad
 # ---------------------------------------------------------------- momentum_step
 
 
-def momentum(w, g, v, lr, momentum):                   # the notebook's solution
+def momentum(w, g, v, lr, momentum):  # the notebook's solution
     v = g.copy() if v is None else momentum * v + g
     return w - lr * v, v
 
 
-def momentum_zeros(w, g, v, lr, momentum):             # a zero velocity to start from: the same first step
+def momentum_zeros(w, g, v, lr, momentum):  # a zero velocity to start from: the same first step
     v = momentum * (np.zeros_like(g) if v is None else v) + g
     return w - lr * v, v
 
@@ -59,13 +59,17 @@ def no_first_move(w, g, v, lr, momentum):
     return w - lr * v, v
 
 
-@pytest.mark.parametrize("f, phrase", [
-    (dampening, "no dampening"),
-    (lr_inside, "first step: v ="),
-    (w_in_place, "changed the arrays it was given"),
-    (v_alias_in_place, "changed the arrays it was given"),
-    (no_first_move, "on the first step v = g and w = w - lr \\* g"),
-], ids=["dampening", "lr inside v", "w -=", "v *= on an alias of g", "no first move"])
+@pytest.mark.parametrize(
+    "f, phrase",
+    [
+        (dampening, "no dampening"),
+        (lr_inside, "first step: v ="),
+        (w_in_place, "changed the arrays it was given"),
+        (v_alias_in_place, "changed the arrays it was given"),
+        (no_first_move, "on the first step v = g and w = w - lr \\* g"),
+    ],
+    ids=["dampening", "lr inside v", "w -=", "v *= on an alias of g", "no first move"],
+)
 def test_momentum_wrong_solutions_are_named(f, phrase):
     with pytest.raises(AssertionError, match=phrase):
         nb09.check_momentum_step(f)
@@ -75,8 +79,11 @@ def test_momentum_wrong_solutions_are_named(f, phrase):
 
 
 def op(name, forward, backward):
-    return type(name, (Function,), {"name": name.lower(), "forward": staticmethod(forward),
-                                    "backward": staticmethod(backward)})
+    return type(
+        name,
+        (Function,),
+        {"name": name.lower(), "forward": staticmethod(forward), "backward": staticmethod(backward)},
+    )
 
 
 def mm_f(ctx, a, b):
@@ -115,15 +122,16 @@ def ce_b(ctx, g):
     return (p * (g / len(z)),)
 
 
-def relu_b_mask_input(ctx, g):                         # a correct alternative: saving the input's mask
+def relu_b_mask_input(ctx, g):  # a correct alternative: saving the input's mask
     (out,) = ctx.saved
     return (np.where(out > 0, g, 0.0),)
 
 
 def test_ops_correct_solutions_pass():
     nb09.check_ops(op("MyMatMul", mm_f, mm_b), op("MyReLU", relu_f, relu_b), op("MyCrossEntropy", ce_f, ce_b))
-    nb09.check_ops(op("MyMatMul", mm_f, mm_b), op("MyReLU", relu_f, relu_b_mask_input),
-                   op("MyCrossEntropy", ce_f, ce_b))
+    nb09.check_ops(
+        op("MyMatMul", mm_f, mm_b), op("MyReLU", relu_f, relu_b_mask_input), op("MyCrossEntropy", ce_f, ce_b)
+    )
 
 
 def relu_b_in_place(ctx, g):
@@ -142,11 +150,18 @@ def ce_b_no_n(ctx, g):
     return (dz * len(ctx.saved[0]),)
 
 
-@pytest.mark.parametrize("ops, phrase", [
-    ((mm_f, mm_b, relu_f, relu_b_in_place, ce_f, ce_b), "MyReLU's backward changed the g it was given in place"),
-    ((mm_f, mm_b_transposed, relu_f, relu_b, ce_f, ce_b), "MyMatMul: the gradient of input 1 differs"),
-    ((mm_f, mm_b, relu_f, relu_b, ce_f, ce_b_no_n), "MyCrossEntropy: the gradient of input 0 differs"),
-], ids=["relu zeroes g in place", "matmul dB wrong", "cross-entropy without /N"])
+@pytest.mark.parametrize(
+    "ops, phrase",
+    [
+        (
+            (mm_f, mm_b, relu_f, relu_b_in_place, ce_f, ce_b),
+            "MyReLU's backward changed the g it was given in place",
+        ),
+        ((mm_f, mm_b_transposed, relu_f, relu_b, ce_f, ce_b), "MyMatMul: the gradient of input 1 differs"),
+        ((mm_f, mm_b, relu_f, relu_b, ce_f, ce_b_no_n), "MyCrossEntropy: the gradient of input 0 differs"),
+    ],
+    ids=["relu zeroes g in place", "matmul dB wrong", "cross-entropy without /N"],
+)
 def test_ops_wrong_solutions_are_named(ops, phrase):
     mm, relu, ce = op("MyMatMul", *ops[0:2]), op("MyReLU", *ops[2:4]), op("MyCrossEntropy", *ops[4:6])
     with pytest.raises(AssertionError, match=phrase):
@@ -190,10 +205,11 @@ def make_backward(leaf_update="copy", add="new", use_engine=False):
                 leaf.grad += g
             else:
                 leaf.grad = leaf.grad + g
+
     return my_backward
 
 
-def backward_lists(root):                               # a different walk: shares in lists, summed once
+def backward_lists(root):  # a different walk: shares in lists, summed once
     order = minigrad.topological_order(root)
     shares = {id(order[-1]): [np.ones_like(root.data)]}
     for node in reversed(order):
@@ -215,13 +231,17 @@ def test_backward_correct_solutions_pass(f):
     nb09.check_backward(f)
 
 
-@pytest.mark.parametrize("f, phrase", [
-    (make_backward(leaf_update="in place"), "which is also f.grad"),
-    (make_backward(leaf_update="assign"), "add to a\\s+leaf's .grad where it is already set"),
-    (make_backward(add="assign"), "add every share a node receives"),
-    (make_backward(add="in place"), "never with \\+= into an array a VJP returned"),
-    (make_backward(use_engine=True), "minigrad's engine ran"),
-], ids=["leaf.grad += g", "leaf.grad = g", "= instead of +", "+= into a VJP's array", "root.backward()"])
+@pytest.mark.parametrize(
+    "f, phrase",
+    [
+        (make_backward(leaf_update="in place"), "which is also f.grad"),
+        (make_backward(leaf_update="assign"), "add to a\\s+leaf's .grad where it is already set"),
+        (make_backward(add="assign"), "add every share a node receives"),
+        (make_backward(add="in place"), "never with \\+= into an array a VJP returned"),
+        (make_backward(use_engine=True), "minigrad's engine ran"),
+    ],
+    ids=["leaf.grad += g", "leaf.grad = g", "= instead of +", "+= into a VJP's array", "root.backward()"],
+)
 def test_backward_wrong_solutions_are_named(f, phrase):
     with pytest.raises(AssertionError, match=phrase):
         nb09.check_backward(f)

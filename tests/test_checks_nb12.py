@@ -12,12 +12,12 @@ from minigrad.checks import nb12
 @pytest.fixture(scope="module")
 def halves():
     mg.random.manual_seed(0)
-    blocks = [nn.Sequential(nn.Linear(32, 32), nn.ReLU()) for _ in range(32)]    # deep enough to save memory
+    blocks = [nn.Sequential(nn.Linear(32, 32), nn.ReLU()) for _ in range(32)]  # deep enough to save memory
     x = Tensor(np.random.default_rng(0).normal(size=(256, 32)), requires_grad=True)
     return nn.Sequential(*blocks[:16]), nn.Sequential(*blocks[16:]), x
 
 
-def reference(first, second, x):                        # the notebook's solution
+def reference(first, second, x):  # the notebook's solution
     with mg.no_grad():
         h = first(x)
     h_leaf = Tensor(h.data, requires_grad=True)
@@ -29,7 +29,7 @@ def reference(first, second, x):                        # the notebook's solutio
     return [g.data for g in g1] + [g.data for g in g2[1:]]
 
 
-def with_backward(first, second, x):                    # backward() and .grad instead of minigrad.grad
+def with_backward(first, second, x):  # backward() and .grad instead of minigrad.grad
     with mg.no_grad():
         h = first(x)
     h_leaf = Tensor(h.data, requires_grad=True)
@@ -49,7 +49,7 @@ def no_recompute(first, second, x):
 
 
 def first_pass_recorded(first, second, x):
-    h = first(x)                                          # no no_grad: the graph and its values are kept
+    h = first(x)  # no no_grad: the graph and its values are kept
     h_leaf = Tensor(h.data, requires_grad=True)
     g2 = mg.grad(second(h_leaf).sum(), [h_leaf] + second.parameters())
     x_leaf = Tensor(x.data, requires_grad=True)
@@ -66,7 +66,7 @@ def extra_pass(first, second, x):
 def wrong_order(first, second, x):
     g = reference(first, second, x)
     n1 = len(first.parameters())
-    return [g[0]] + g[1 + n1:] + g[1:1 + n1]
+    return [g[0]] + g[1 + n1 :] + g[1 : 1 + n1]
 
 
 def ones_grad_output(first, second, x):
@@ -88,16 +88,27 @@ def x_missing(first, second, x):
     return reference(first, second, x)[1:]
 
 
-@pytest.mark.parametrize("f, phrase", [
-    (no_recompute, "nothing was recomputed"),
-    (first_pass_recorded, "Run that pass under mg.no_grad"),
-    (extra_pass, "matmuls ran, 48 expected"),
-    (wrong_order, "in the wrong place"),
-    (ones_grad_output, "not ones"),
-    (package_checkpoint, "minigrad.checkpoint does the work for you"),
-    (x_missing, "gradients returned"),
-], ids=["no recomputation", "first pass recorded", "an extra pass", "wrong order", "grad_output of ones",
-        "mg.checkpoint", "x's gradient missing"])
+@pytest.mark.parametrize(
+    "f, phrase",
+    [
+        (no_recompute, "nothing was recomputed"),
+        (first_pass_recorded, "Run that pass under mg.no_grad"),
+        (extra_pass, "matmuls ran, 48 expected"),
+        (wrong_order, "in the wrong place"),
+        (ones_grad_output, "not ones"),
+        (package_checkpoint, "minigrad.checkpoint does the work for you"),
+        (x_missing, "gradients returned"),
+    ],
+    ids=[
+        "no recomputation",
+        "first pass recorded",
+        "an extra pass",
+        "wrong order",
+        "grad_output of ones",
+        "mg.checkpoint",
+        "x's gradient missing",
+    ],
+)
 def test_wrong_solutions_are_named(halves, f, phrase):
     with pytest.raises(AssertionError, match=phrase):
         nb12.check_two_segment_grads(f, *halves)

@@ -10,11 +10,11 @@ from minigrad.checks import nb13
 # ---------------------------------------------------------------- the hinge, with ops only
 
 
-def hinge_relu(x, w):                                   # the notebook's solution
+def hinge_relu(x, w):  # the notebook's solution
     return (1.0 - (x @ w).sum()).relu()
 
 
-def hinge_abs(x, w):                                    # (m + |m|) / 2
+def hinge_abs(x, w):  # (m + |m|) / 2
     m = 1.0 - (x @ w).sum()
     return (m + (m * m) ** 0.5) * 0.5
 
@@ -42,12 +42,16 @@ def hinge_numpy(x, w):
     return Tensor(np.maximum(0.0, 1.0 - (x.data @ w.data).sum()))
 
 
-@pytest.mark.parametrize("f, phrase", [
-    (hinge_item, "read a value into Python while it was traced"),
-    (hinge_mask_from_data, "something was decided while tracing"),
-    (hinge_no_one, r"max\(0, 1 - score\)"),
-    (hinge_numpy, "compute with ops instead of .data"),
-], ids=[".item() branch", "mask from .data", "missing 1", "NumPy on .data"])
+@pytest.mark.parametrize(
+    "f, phrase",
+    [
+        (hinge_item, "read a value into Python while it was traced"),
+        (hinge_mask_from_data, "something was decided while tracing"),
+        (hinge_no_one, r"max\(0, 1 - score\)"),
+        (hinge_numpy, "compute with ops instead of .data"),
+    ],
+    ids=[".item() branch", "mask from .data", "missing 1", "NumPy on .data"],
+)
 def test_hinge_wrong_solutions_are_named(f, phrase):
     with pytest.raises(AssertionError, match=phrase):
         nb13.check_hinge(f)
@@ -56,7 +60,7 @@ def test_hinge_wrong_solutions_are_named(f, phrase):
 # ---------------------------------------------------------------- the ring all-reduce
 
 
-def ring(vectors):                                      # the notebook's solution
+def ring(vectors):  # the notebook's solution
     K = len(vectors)
     chunks = [[c.copy() for c in np.array_split(v, K)] for v in vectors]
     sent = [0] * K
@@ -73,12 +77,12 @@ def ring(vectors):                                      # the notebook's solutio
     return [np.concatenate(c) for c in chunks], sent
 
 
-def ring_shifted_start(vectors, shift=1):               # every worker starts one chunk later
+def ring_shifted_start(vectors, shift=1):  # every worker starts one chunk later
     K = len(vectors)
     chunks = [[c.copy() for c in np.array_split(v, K)] for v in vectors]
     sent = [0] * K
     for s in range(K - 1):
-        for i in reversed(range(K)):                    # sequential, no snapshot: still correct
+        for i in reversed(range(K)):  # sequential, no snapshot: still correct
             c = (i - s + shift) % K
             data = chunks[i][c].copy()
             chunks[(i + 1) % K][c] = chunks[(i + 1) % K][c] + data
@@ -104,7 +108,7 @@ def gather_adds(vectors):
         for s in range(K - 1):
             msgs = [(i, (i + phase - s) % K, chunks[i][(i + phase - s) % K].copy()) for i in range(K)]
             for i, c, data in msgs:
-                chunks[(i + 1) % K][c] += data              # the all-gather adds too
+                chunks[(i + 1) % K][c] += data  # the all-gather adds too
                 sent[i] += data.nbytes
     return [np.concatenate(c) for c in chunks], sent
 
@@ -135,7 +139,7 @@ def k_gather_steps(vectors):
 
 def in_place_inputs(vectors):
     K = len(vectors)
-    chunks = [np.array_split(v, K) for v in vectors]      # views of the inputs, no copies
+    chunks = [np.array_split(v, K) for v in vectors]  # views of the inputs, no copies
     sent = [0] * K
     for s in range(K - 1):
         msgs = [(i, (i - s) % K, chunks[i][(i - s) % K].copy()) for i in range(K)]
@@ -150,13 +154,23 @@ def in_place_inputs(vectors):
     return [np.concatenate(c) for c in chunks], sent
 
 
-@pytest.mark.parametrize("f, phrase", [
-    (gather_adds, "overwrite the receiver's chunk"),
-    (no_gather, "do not hold the sum"),
-    (whole_vector_bytes, r"one chunk \(1/K of the\s+vector"),
-    (k_gather_steps, r"in 2\(K - 1\) steps"),
-    (in_place_inputs, "changed the vectors it was given"),
-], ids=["all-gather adds", "no all-gather", "whole-vector bytes", "K gather steps", "writes into the inputs"])
+@pytest.mark.parametrize(
+    "f, phrase",
+    [
+        (gather_adds, "overwrite the receiver's chunk"),
+        (no_gather, "do not hold the sum"),
+        (whole_vector_bytes, r"one chunk \(1/K of the\s+vector"),
+        (k_gather_steps, r"in 2\(K - 1\) steps"),
+        (in_place_inputs, "changed the vectors it was given"),
+    ],
+    ids=[
+        "all-gather adds",
+        "no all-gather",
+        "whole-vector bytes",
+        "K gather steps",
+        "writes into the inputs",
+    ],
+)
 def test_ring_wrong_solutions_are_named(f, phrase):
     with pytest.raises(AssertionError, match=phrase):
         nb13.check_ring_allreduce(f)
@@ -165,8 +179,8 @@ def test_ring_wrong_solutions_are_named(f, phrase):
 # ---------------------------------------------------------------- the loss scaler
 
 
-class Scaler:                                           # the notebook's solution
-    def __init__(self, init=2.0 ** 16, growth_interval=2000):
+class Scaler:  # the notebook's solution
+    def __init__(self, init=2.0**16, growth_interval=2000):
         self.scale, self.growth_interval, self.good = float(init), growth_interval, 0
 
     def update(self, finite):
@@ -179,7 +193,7 @@ class Scaler:                                           # the notebook's solutio
         return True
 
 
-class ScalerHistory:                                    # counts from the last change, kept as a list
+class ScalerHistory:  # counts from the last change, kept as a list
     def __init__(self, init, growth_interval):
         self.scale, self.n, self.run = init, growth_interval, []
 
@@ -191,8 +205,8 @@ class ScalerHistory:                                    # counts from the last c
         return finite
 
 
-def fake_net(scale):                                    # a float16 backward overflows from 2^16 on
-    return scale < 2.0 ** 16
+def fake_net(scale):  # a float16 backward overflows from 2^16 on
+    return scale < 2.0**16
 
 
 @pytest.mark.parametrize("cls", [Scaler, ScalerHistory])
@@ -241,13 +255,23 @@ class NeverGrows(Scaler):
         return finite
 
 
-@pytest.mark.parametrize("cls, phrase", [
-    (DoublesEveryStep, "double\\s+it after 3 applied steps"),
-    (NoResetOnOverflow, "counting again from 0 after every change and every\\s+overflow"),
-    (AppliesOverflow, "return False for a step whose gradients are not\\s+finite"),
-    (OffByOne, "before step 6 the scale is 512, expected 1024"),
-    (NeverGrows, "the scale is 512, expected 1024"),
-], ids=["doubles every step", "no reset on overflow", "applies an overflowed step", "off by one", "never grows"])
+@pytest.mark.parametrize(
+    "cls, phrase",
+    [
+        (DoublesEveryStep, "double\\s+it after 3 applied steps"),
+        (NoResetOnOverflow, "counting again from 0 after every change and every\\s+overflow"),
+        (AppliesOverflow, "return False for a step whose gradients are not\\s+finite"),
+        (OffByOne, "before step 6 the scale is 512, expected 1024"),
+        (NeverGrows, "the scale is 512, expected 1024"),
+    ],
+    ids=[
+        "doubles every step",
+        "no reset on overflow",
+        "applies an overflowed step",
+        "off by one",
+        "never grows",
+    ],
+)
 def test_loss_scaler_wrong_solutions_are_named(cls, phrase):
     with pytest.raises(AssertionError, match=phrase):
         nb13.check_loss_scaler(cls, fake_net)

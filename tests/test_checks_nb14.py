@@ -7,13 +7,13 @@ import pytest
 from minigrad.checks import nb14
 
 
-def reference(g, shape):                              # the notebook's solution
+def reference(g, shape):  # the notebook's solution
     g = g.sum(axis=tuple(range(g.ndim - len(shape)))) if g.ndim > len(shape) else g
     axes = tuple(i for i, n in enumerate(shape) if n == 1 and g.shape[i] != 1)
     return g.sum(axis=axes, keepdims=True) if axes else g
 
 
-def one_sum_then_reshape(g, shape):                   # all axes at once, against a padded shape
+def one_sum_then_reshape(g, shape):  # all axes at once, against a padded shape
     padded = (1,) * (g.ndim - len(shape)) + tuple(shape)
     axes = tuple(i for i, (a, b) in enumerate(zip(padded, g.shape)) if a == 1 and b != 1)
     return g.sum(axis=axes).reshape(shape)
@@ -68,15 +68,19 @@ def in_place(g, shape):
     return out
 
 
-@pytest.mark.parametrize("f, phrase", [
-    (mean_not_sum, "you averaged"),
-    (leading_only, r"stretched the input's size-1 axes \[0\]"),
-    (no_keepdims, "keepdims=True"),
-    (always_axis0, "returned shape"),
-    (trailing_axes, "leading axes"),
-    (just_reshape, "reshape only rearranges"),
-    (in_place, "changed g in place"),
-], ids=["mean", "leading axes only", "no keepdims", "always axis 0", "trailing axes", "reshape", "in place"])
+@pytest.mark.parametrize(
+    "f, phrase",
+    [
+        (mean_not_sum, "you averaged"),
+        (leading_only, r"stretched the input's size-1 axes \[0\]"),
+        (no_keepdims, "keepdims=True"),
+        (always_axis0, "returned shape"),
+        (trailing_axes, "leading axes"),
+        (just_reshape, "reshape only rearranges"),
+        (in_place, "changed g in place"),
+    ],
+    ids=["mean", "leading axes only", "no keepdims", "always axis 0", "trailing axes", "reshape", "in place"],
+)
 def test_wrong_solutions_are_named(f, phrase):
     with pytest.raises(AssertionError, match=phrase):
         nb14.check_unbroadcast(f)

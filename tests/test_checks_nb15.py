@@ -13,7 +13,7 @@ from minigrad.function import AccumulateGrad
 # ---------------------------------------------------------------- Q1
 
 
-def q1_stack(root):                                     # the notebook's solution
+def q1_stack(root):  # the notebook's solution
     ops, stack, seen = set(), [root.grad_fn], {id(root.grad_fn)}
     while stack:
         node = stack.pop()
@@ -26,7 +26,7 @@ def q1_stack(root):                                     # the notebook's solutio
     return sorted(ops)
 
 
-def q1_queue(root):                                     # breadth first, names collected in a dict
+def q1_queue(root):  # breadth first, names collected in a dict
     names, queue, seen = {}, deque([root.grad_fn]), set()
     while queue:
         node = queue.popleft()
@@ -53,6 +53,7 @@ def q1_recursive(root):
         for p in node.parents:
             if p is not None:
                 visit(p)
+
     visit(root.grad_fn)
     return sorted(ops)
 
@@ -86,12 +87,16 @@ def q1_nodes(root):
     return out
 
 
-@pytest.mark.parametrize("f, phrase", [
-    (q1_recursive, "walk with a stack"),
-    (q1_with_leaves, "AccumulateGrad node stands for a leaf"),
-    (q1_duplicates, "list each name once"),
-    (q1_nodes, "op names \\(node.name\\), not nodes"),
-], ids=["recursive", "accumulate_grad listed", "duplicates", "nodes not names"])
+@pytest.mark.parametrize(
+    "f, phrase",
+    [
+        (q1_recursive, "walk with a stack"),
+        (q1_with_leaves, "AccumulateGrad node stands for a leaf"),
+        (q1_duplicates, "list each name once"),
+        (q1_nodes, "op names \\(node.name\\), not nodes"),
+    ],
+    ids=["recursive", "accumulate_grad listed", "duplicates", "nodes not names"],
+)
 def test_q1_wrong_answers_are_named(f, phrase):
     with pytest.raises(AssertionError, match=phrase):
         nb15.check_recorded_ops(f)
@@ -100,7 +105,7 @@ def test_q1_wrong_answers_are_named(f, phrase):
 # ---------------------------------------------------------------- Q2
 
 
-def q2_kahn(root):                                      # the notebook's solution
+def q2_kahn(root):  # the notebook's solution
     start = root.grad_fn
     consumers, stack, seen = {}, [start], {id(start)}
     while stack:
@@ -125,7 +130,7 @@ def q2_kahn(root):                                      # the notebook's solutio
     return order
 
 
-def q2_kahn_queue(root):                                # the same algorithm with a queue and edge lists
+def q2_kahn_queue(root):  # the same algorithm with a queue and edge lists
     edges, todo, seen = {}, [root.grad_fn], set()
     while todo:
         node = todo.pop()
@@ -159,7 +164,7 @@ def q2_distinct_consumers(root):
     consumers, stack, seen = {}, [start], {id(start)}
     while stack:
         node = stack.pop()
-        for p in {id(q): q for q in node.parents if q is not None}.values():   # a * a counted once
+        for p in {id(q): q for q in node.parents if q is not None}.values():  # a * a counted once
             consumers[id(p)] = consumers.get(id(p), 0) + 1
             if id(p) not in seen:
                 seen.add(id(p))
@@ -201,16 +206,21 @@ def q2_recursive(root):
             if p is not None and id(p) not in seen:
                 visit(p)
         order.append(node)
+
     visit(root.grad_fn)
     return order[::-1]
 
 
-@pytest.mark.parametrize("f, phrase", [
-    (q2_distinct_consumers, "a \\* a counts twice"),
-    (q2_bfs, "comes before the"),
-    (q2_package, "Kahn's algorithm"),
-    (q2_recursive, "recursed once per node"),
-], ids=["distinct consumers", "breadth first", "reversed(topological_order)", "recursive"])
+@pytest.mark.parametrize(
+    "f, phrase",
+    [
+        (q2_distinct_consumers, "a \\* a counts twice"),
+        (q2_bfs, "comes before the"),
+        (q2_package, "Kahn's algorithm"),
+        (q2_recursive, "recursed once per node"),
+    ],
+    ids=["distinct consumers", "breadth first", "reversed(topological_order)", "recursive"],
+)
 def test_q2_wrong_answers_are_named(f, phrase):
     with pytest.raises(AssertionError, match=phrase):
         nb15.check_reverse_topological(f)
@@ -221,7 +231,7 @@ def test_q2_wrong_answers_are_named(f, phrase):
 
 def test_q3():
     nb15.check_paths([0.7, 0.7, 3.0, np.exp(0.7)])
-    nb15.check_paths([np.exp(0.7), 3.0, 0.7, 0.7])                     # any order
+    nb15.check_paths([np.exp(0.7), 3.0, 0.7, 0.7])  # any order
     with pytest.raises(AssertionError, match="x \\* x has two edges"):
         nb15.check_paths([1.4, 3.0, np.exp(0.7)])
     with pytest.raises(AssertionError, match="one of them is off"):
@@ -254,21 +264,33 @@ def vce(p, y, g):
 
 def test_q4_correct_answers_pass():
     nb15.check_vjps(vm, vr, vs, vce)
-    nb15.check_vjps(lambda A, B, g: (np.einsum("ik,jk->ij", g, B), np.einsum("ki,kj->ij", A, g)),
-                    lambda x, g: np.where(x > 0, g, 0.0),
-                    lambda s, g: s * g - s * np.einsum("ij,ij->i", s, g)[:, None],
-                    lambda p, y, g: -g * np.eye(p.shape[1])[y] / p / len(p))
+    nb15.check_vjps(
+        lambda A, B, g: (np.einsum("ik,jk->ij", g, B), np.einsum("ki,kj->ij", A, g)),
+        lambda x, g: np.where(x > 0, g, 0.0),
+        lambda s, g: s * g - s * np.einsum("ij,ij->i", s, g)[:, None],
+        lambda p, y, g: -g * np.eye(p.shape[1])[y] / p / len(p),
+    )
 
 
-@pytest.mark.parametrize("fs, phrase", [
-    ((lambda A, B, g: (g @ B.T, (g.T @ A)), vr, vs, vce), "only g @ B.T and A.T @ g have them"),
-    ((vm, lambda x, g: g * (g > 0), vs, vce), "not where g is"),
-    ((vm, vr, lambda s, g: s * (g - (g * s).sum()), vce), "along each row"),
-    ((vm, vr, lambda s, g: s * g, vce), "returns s \\* g"),
-    ((vm, vr, vs, lambda p, y, g: vce(p, y, g) * len(p)), "N times too large"),
-    ((vm, vr, vs, lambda p, y, g: vce(p, y, 1.0)), "it ignores g"),
-], ids=["dB = g.T A", "mask on g", "whole-array inner product", "s * g", "cross-entropy without /N",
-        "cross-entropy ignores g"])
+@pytest.mark.parametrize(
+    "fs, phrase",
+    [
+        ((lambda A, B, g: (g @ B.T, (g.T @ A)), vr, vs, vce), "only g @ B.T and A.T @ g have them"),
+        ((vm, lambda x, g: g * (g > 0), vs, vce), "not where g is"),
+        ((vm, vr, lambda s, g: s * (g - (g * s).sum()), vce), "along each row"),
+        ((vm, vr, lambda s, g: s * g, vce), "returns s \\* g"),
+        ((vm, vr, vs, lambda p, y, g: vce(p, y, g) * len(p)), "N times too large"),
+        ((vm, vr, vs, lambda p, y, g: vce(p, y, 1.0)), "it ignores g"),
+    ],
+    ids=[
+        "dB = g.T A",
+        "mask on g",
+        "whole-array inner product",
+        "s * g",
+        "cross-entropy without /N",
+        "cross-entropy ignores g",
+    ],
+)
 def test_q4_wrong_answers_are_named(fs, phrase):
     with pytest.raises(AssertionError, match=phrase):
         nb15.check_vjps(*fs)
@@ -283,7 +305,7 @@ def _base(a):
     return a
 
 
-def q6_reference(root):                                 # the notebook's solution
+def q6_reference(root):  # the notebook's solution
     order = mg.topological_order(root)
     weights = {id(_base(n.variable.data)) for n in order if isinstance(n, AccumulateGrad)}
     buffers = {}
@@ -295,7 +317,7 @@ def q6_reference(root):                                 # the notebook's solutio
     return sum(buffers.values())
 
 
-def q6_own_walk(root):                                  # its own walk, and owners found with np.shares_memory
+def q6_own_walk(root):  # its own walk, and owners found with np.shares_memory
     if root.grad_fn is None:
         return 0
     nodes, stack, seen = [], [root.grad_fn], set()
@@ -341,16 +363,27 @@ def q6_with_weights(root):
 def q6_node_saved(root):
     order = mg.topological_order(root)
     weights = {id(_base(n.variable.data)) for n in order if isinstance(n, AccumulateGrad)}
-    return sum({id(_base(a)): _base(a).nbytes for node in order if not isinstance(node, AccumulateGrad)
-                for a in node.saved if id(_base(a)) not in weights}.values())
+    return sum(
+        {
+            id(_base(a)): _base(a).nbytes
+            for node in order
+            if not isinstance(node, AccumulateGrad)
+            for a in node.saved
+            if id(_base(a)) not in weights
+        }.values()
+    )
 
 
-@pytest.mark.parametrize("f, phrase", [
-    (q6_no_dedupe, "count each buffer once"),
-    (q6_no_base, "follow a.base"),
-    (q6_with_weights, "leave out the data of leaves"),
-    (q6_node_saved, "use node.arrays\\(\\)"),
-], ids=["a buffer twice", "views not followed", "weights counted", "node.saved"])
+@pytest.mark.parametrize(
+    "f, phrase",
+    [
+        (q6_no_dedupe, "count each buffer once"),
+        (q6_no_base, "follow a.base"),
+        (q6_with_weights, "leave out the data of leaves"),
+        (q6_node_saved, "use node.arrays\\(\\)"),
+    ],
+    ids=["a buffer twice", "views not followed", "weights counted", "node.saved"],
+)
 def test_q6_wrong_answers_are_named(f, phrase):
     with pytest.raises(AssertionError, match=phrase):
         nb15.check_saved_activation_bytes(f)

@@ -11,7 +11,14 @@ from __future__ import annotations
 
 import numpy as np
 
-CASES = [((5, 2), (2,)), ((5, 2), (1, 2)), ((4, 3, 2), (3, 1)), ((3,), (3,)), ((2, 3), ()), ((2, 4, 3), (2, 1, 3))]
+CASES = [
+    ((5, 2), (2,)),
+    ((5, 2), (1, 2)),
+    ((4, 3, 2), (3, 1)),
+    ((3,), (3,)),
+    ((2, 3), ()),
+    ((2, 4, 3), (2, 1, 3)),
+]
 
 
 def _reference(g, shape):
@@ -26,25 +33,36 @@ def check_unbroadcast(unbroadcast) -> None:
         before = g.copy()
         added = len(shape_g) - len(shape)
         ones = [i for i, n in enumerate(shape) if n == 1 and shape_g[added + i] != 1]
-        what = (f"broadcasting added {added} leading axes (sum them away) and stretched the input's size-1 axes "
-                f"{ones} (sum each of those with keepdims=True)")
+        what = (
+            f"broadcasting added {added} leading axes (sum them away) and stretched the input's size-1 axes "
+            f"{ones} (sum each of those with keepdims=True)"
+        )
         try:
             got = np.asarray(unbroadcast(g, shape))
         except NotImplementedError:
             raise
         except Exception as err:
-            hint = (" reshape only rearranges the entries of g; a gradient of the input needs their sums"
-                    if "reshape" in str(err) else "")
-            raise AssertionError(f"unbroadcast(g of shape {shape_g}, {shape}) raised {type(err).__name__}: "
-                                 f"{err}.{hint} Here {what}") from err
-        assert np.array_equal(g, before), \
+            hint = (
+                " reshape only rearranges the entries of g; a gradient of the input needs their sums"
+                if "reshape" in str(err)
+                else ""
+            )
+            raise AssertionError(
+                f"unbroadcast(g of shape {shape_g}, {shape}) raised {type(err).__name__}: "
+                f"{err}.{hint} Here {what}"
+            ) from err
+        assert np.array_equal(g, before), (
             f"unbroadcast changed g in place (shape {shape_g} to {shape}): compute sums into new arrays"
-        assert got.shape == shape, \
+        )
+        assert got.shape == shape, (
             f"unbroadcast(g of shape {shape_g}, {shape}) returned shape {got.shape}. Here {what}"
+        )
         want = _reference(g, shape)
         if not np.allclose(got, want):
             n = g.size // max(want.size, 1)
             hint = " (you averaged: they are sums, not means)" if np.allclose(got * n, want) else ""
             raise AssertionError(
-                f"unbroadcast(g of shape {shape_g}, {shape}) has the right shape but the wrong values{hint}: sum "
-                f"(do not average, reshape or pick) over the leading axes and the size-1 axes")
+                f"unbroadcast(g of shape {shape_g}, {shape}) has the right shape but the wrong "
+                f"values{hint}: sum "
+                f"(do not average, reshape or pick) over the leading axes and the size-1 axes"
+            )
