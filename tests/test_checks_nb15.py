@@ -387,3 +387,67 @@ def q6_node_saved(root):
 def test_q6_wrong_answers_are_named(f, phrase):
     with pytest.raises(AssertionError, match=phrase):
         nb15.check_saved_activation_bytes(f)
+
+
+# ---------------------------------------------------------------- Q5
+
+
+W5 = np.random.default_rng(5).standard_normal((2, 6))
+X5 = np.random.default_rng(6).standard_normal(6)
+
+
+def f_vec(x):
+    return (mg.Tensor(W5) @ x.reshape(6, 1)).reshape(2).tanh()
+
+
+def reverse_rows(cotangents):
+    xt = mg.Tensor(X5, requires_grad=True)
+    out = f_vec(xt)
+    return np.stack([mg.grad(out, xt, grad_output=c, retain_graph=True)[0].data for c in cotangents])
+
+
+def test_q5():
+    nb15.check_jacobian(reverse_rows(np.eye(2)), 2, f_vec, X5)
+    nb15.check_jacobian(np.stack([reverse_rows([e])[0] for e in np.eye(2)]), 2, f_vec, X5)   # a graph per row
+    with pytest.raises(AssertionError, match="one row per output"):
+        nb15.check_jacobian(reverse_rows(np.eye(2)).T, 2, f_vec, X5)
+    with pytest.raises(AssertionError, match="grad_output = e_i"):
+        nb15.check_jacobian(reverse_rows([np.ones(2), np.ones(2)]), 2, f_vec, X5)
+    with pytest.raises(AssertionError, match="one backward pass per output, 2 here"):
+        nb15.check_jacobian(reverse_rows(np.eye(2)), 6, f_vec, X5)
+
+
+# ---------------------------------------------------------------- Q8
+
+
+def signed(x):
+    return x.relu() * 2.0 if x.data.sum() > 0 else x.tanh() * 3.0
+
+
+def make_compiled(key_of, cache_graphs=True):
+    cache, traces = {}, {"n": 0}
+
+    def compiled(x):
+        key = key_of(x)
+        if key not in cache or not cache_graphs:
+            cache[key] = mg.trace(signed, x)
+            traces["n"] += 1
+        return cache[key](mg.Tensor(x))
+    return compiled, cache, traces
+
+
+@pytest.mark.parametrize("key_of", [lambda x: bool(np.sum(x) > 0),
+                                    lambda x: "relu" if x.sum() > 0 else "tanh"])
+def test_q8_correct_answers_pass(key_of):
+    nb15.check_guard(*make_compiled(key_of), signed)
+
+
+@pytest.mark.parametrize("key_of, cache_graphs, phrase", [
+    (lambda x: bool(x[0] > 0), True, "not a stand-in such as the sign of x\\[0\\]"),
+    (lambda x: bool(np.sum(x) >= 0), True, "a sum of 0 takes the tanh branch"),
+    (lambda x: x.shape, True, "the key must tell the two branches apart"),
+    (lambda x: bool(np.sum(x) > 0), False, "4 traces and 2 cached graphs"),
+], ids=["x[0] > 0", "sum >= 0", "shape only", "no cache"])
+def test_q8_wrong_answers_are_named(key_of, cache_graphs, phrase):
+    with pytest.raises(AssertionError, match=phrase):
+        nb15.check_guard(*make_compiled(key_of, cache_graphs), signed)

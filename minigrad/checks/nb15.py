@@ -1,4 +1,4 @@
-"""Checks of notebook 15's exercises Q1, Q2, Q3, Q4 and Q6 (Q5, Q7 and Q8 are checked in the notebook).
+"""Checks of notebook 15's exercises Q1 to Q6 and Q8 (Q7 is checked in the notebook).
 
 * ``check_recorded_ops(recorded_ops)`` (Q1): op names (not nodes), sorted, each once, without the leaves'
   ``accumulate_grad``, for both branches of a data-dependent function, a node reached along two paths,
@@ -11,9 +11,13 @@
   each the derivative along that edge alone, adding up to dy/dx.
 * ``check_vjps(vjp_matmul, vjp_relu, vjp_softmax, vjp_cross_entropy)`` (Q4): shapes and values against the
   engine, with the slip named (g's sign instead of x's, s * g, N times too large, g ignored).
+* ``check_jacobian(J_reverse, reverse_calls, f_vec, x)`` (Q5): shape, values against central differences,
+  forward mode and ``minigrad.jacobian``, one backward pass per output.
 * ``check_saved_activation_bytes(saved_activation_bytes)`` (Q6): nothing under ``no_grad``; the bytes
   ``minigrad.saved_memory`` gives without the weights, for an MLP, for a cross-entropy at the end (its
   row indices and labels are in ``node.arrays()``), and for a view of a saved array (one buffer).
+* ``check_guard(compiled, cache, traces, signed)`` (Q8): one trace per branch, keyed by the very condition
+  ``signed`` tests, and right answers where a stand-in key (the sign of x[0], a sum >= 0) goes wrong.
 """
 
 from __future__ import annotations
@@ -285,3 +289,47 @@ def check_saved_activation_bytes(saved_activation_bytes) -> None:
         "memory "
         f"(follow a.base)"
     )
+
+
+def check_jacobian(J_reverse, reverse_calls, f_vec, x) -> None:
+    """Q5: the Jacobian of ``f_vec`` at ``x`` by reverse mode, one backward pass per output: its shape,
+    its values against central differences, forward mode and ``minigrad.jacobian``, and the count."""
+    J_reverse = np.asarray(J_reverse)
+    n_out, n_in = np.size(f_vec(Tensor(x)).data), np.size(x)
+    assert J_reverse.shape == (n_out, n_in), (
+        f"J_reverse has shape {J_reverse.shape}: one row per output ({n_out}) and one column per input "
+        f"({n_in}); "
+        f"row i is the gradient of output i, the VJP of the one-hot cotangent e_i")
+    J_num = mg.numerical_jacobian(f_vec, Tensor(x))
+    assert np.allclose(J_reverse, J_num, atol=1e-8), (
+        f"J_reverse differs from central differences by up to {np.abs(J_reverse - J_num).max():.3g}: row i "
+        "must "
+        f"come from grad_output = e_i, the one-hot vector of output i")
+    assert reverse_calls == n_out, (
+        f"reverse_calls is {reverse_calls}: reverse mode needs one backward pass per output, {n_out} here")
+    assert np.allclose(J_reverse, mg.jacfwd(f_vec, x), rtol=0, atol=1e-12), "forward mode (JVPs) must agree"
+    assert np.allclose(J_reverse, mg.jacobian(f_vec, x), rtol=0, atol=1e-12), "minigrad.jacobian must agree"
+
+
+def check_guard(compiled, cache, traces, signed) -> None:
+    """Q8: ``compiled(x)`` traces ``signed`` once per branch, keyed by the very condition ``signed`` tests
+    (a positive sum of x), and replays the cached graph otherwise. ``cache`` and ``traces`` are the dict
+    of graphs and the trace counter ``compiled`` fills (they may hold the graphs of the same four inputs)."""
+    inputs = [np.array([1.0, 2.0]), np.array([-1.0, -0.5]), np.array([3.0, -1.0]), np.array([-2.0, 0.5])]
+    hint = "return the replayed graph's output, a Tensor"
+    results = [np.asarray(attempt("compiled(x)", hint, compiled, v).data) for v in inputs]
+    assert all(np.allclose(r, signed(Tensor(v)).data) for v, r in zip(inputs, results)), \
+        "a replayed graph gave a wrong answer: the key must tell the two branches apart"
+    assert traces["n"] == len(cache) == 2, (
+        f"{traces['n']} traces and {len(cache)} cached graphs: these inputs need exactly one per branch "
+        f"(store each graph in cache under its key, and trace only for a key not seen before)")
+    # Inputs where a stand-in for the branch condition goes wrong: x[0] > 0 with a negative sum,
+    # and a sum of 0.
+    more = [np.array([1.0, -5.0]), np.array([1.0, -1.0]), np.array([-0.5, 4.0])]
+    wrong = [v.tolist() for v in more if not np.allclose(compiled(v).data, signed(Tensor(v)).data)]
+    assert not wrong, (
+        f"the replayed graph is wrong for {wrong}: the key must be the very condition signed tests, whether "
+        "the sum "
+        f"of x is positive (a sum of 0 takes the tanh branch), not a stand-in such as the sign of x[0]")
+    assert traces["n"] == len(cache) == 2, \
+        f"{traces['n']} traces and {len(cache)} cached graphs after more inputs: still one per branch"
