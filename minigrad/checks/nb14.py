@@ -26,31 +26,41 @@ def _reference(g, shape):
     return g.sum(axis=tuple(i for i, n in enumerate(shape) if n == 1), keepdims=True)
 
 
+def _what(shape_g, shape) -> str:
+    added = len(shape_g) - len(shape)
+    ones = [i for i, n in enumerate(shape) if n == 1 and shape_g[added + i] != 1]
+    return (
+        f"broadcasting added {added} leading axes (sum them away) and stretched the input's size-1 axes "
+        f"{ones} (sum each of those with keepdims=True)"
+    )
+
+
+def call_unbroadcast(unbroadcast, g, shape) -> np.ndarray:
+    """``unbroadcast(g, shape)`` as an array; an error (but a missing solution) becomes a failed check that
+    says what this case needs (a reshape's error says why a reshape cannot work)."""
+    try:
+        return np.asarray(unbroadcast(g, shape))
+    except NotImplementedError:
+        raise
+    except Exception as err:
+        hint = (
+            " reshape only rearranges the entries of g; a gradient of the input needs their sums"
+            if "reshape" in str(err)
+            else ""
+        )
+        raise AssertionError(
+            f"unbroadcast(g of shape {g.shape}, {shape}) raised {type(err).__name__}: "
+            f"{err}.{hint} Here {_what(g.shape, shape)}"
+        ) from err
+
+
 def check_unbroadcast(unbroadcast) -> None:
     """Check ``unbroadcast(g, shape)`` on the six cases above (see the module's docstring)."""
     for shape_g, shape in CASES:
         g = np.random.default_rng(0).standard_normal(shape_g)
         before = g.copy()
-        added = len(shape_g) - len(shape)
-        ones = [i for i, n in enumerate(shape) if n == 1 and shape_g[added + i] != 1]
-        what = (
-            f"broadcasting added {added} leading axes (sum them away) and stretched the input's size-1 axes "
-            f"{ones} (sum each of those with keepdims=True)"
-        )
-        try:
-            got = np.asarray(unbroadcast(g, shape))
-        except NotImplementedError:
-            raise
-        except Exception as err:
-            hint = (
-                " reshape only rearranges the entries of g; a gradient of the input needs their sums"
-                if "reshape" in str(err)
-                else ""
-            )
-            raise AssertionError(
-                f"unbroadcast(g of shape {shape_g}, {shape}) raised {type(err).__name__}: "
-                f"{err}.{hint} Here {what}"
-            ) from err
+        what = _what(shape_g, shape)
+        got = call_unbroadcast(unbroadcast, g, shape)
         assert np.array_equal(g, before), (
             f"unbroadcast changed g in place (shape {shape_g} to {shape}): compute sums into new arrays"
         )
