@@ -15,7 +15,7 @@ no_grad; anomaly mode) and ``engine`` (backward and grad). Around it:
 ``optim`` (layers and optimizers), ``data`` (the digits dataset, splits,
 mini-batches), ``metrics`` (accuracy, confusion matrix), ``tracing`` (static
 graphs) and ``passes`` (rewriting them), ``hooks`` (watch or count every op),
-``inspect`` (what a graph saves), ``memory`` (measured memory by category),
+``inspect`` (what a graph saves), ``serialization`` (save and load without pickle), ``memory`` (measured memory by category),
 ``flow`` (gradient flow), ``checkpointing`` (recompute activations in backward)
 and ``planner`` (segment schedules), ``reference`` (hand-derived NumPy
 versions), ``viz`` (pictures; imported on first use).
@@ -37,6 +37,7 @@ from .gradcheck import GradcheckError, gradcheck, numerical_grad
 from .hessians import hessian, hvp
 from .hooks import count_ops, op_hook
 from .inspect import format_saved, saved_memory, saved_values
+from .serialization import load, save
 from .jacobians import jacobian, jacobian_nbytes, numerical_jacobian, vjp
 from .ops import batch_norm, cat, concatenate, layer_norm, maximum, minimum, stack, where
 from .tracing import StaticGraph, trace
@@ -52,7 +53,7 @@ __all__ = ["Tensor", "as_tensor", "Function", "Context", "backward", "grad",
            "flow", "layer_norm", "batch_norm", "hvp", "hessian", "passes",
            "memory", "checkpoint", "checkpoint_sequential", "Plan", "plan_segments", "sqrt_plan",
            "uniform_plan", "count_ops", "op_hook", "where", "maximum", "minimum", "stack",
-           "concatenate", "cat"]
+           "concatenate", "cat", "save", "load"]
 
 
 _LAZY = {"viz"}  # imports matplotlib and graphviz: only when asked for
@@ -62,4 +63,3 @@ def __getattr__(name):
     if name in _LAZY:
         return _importlib.import_module(f".{name}", __name__)
     raise AttributeError(f"module 'minigrad' has no attribute {name!r}")
-from .serialization import load, save  # noqa: E402, F401  (after the core: it saves Tensors)
