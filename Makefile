@@ -400,8 +400,10 @@ student: $(STAMP) $(if $(ZH),$(ZH_STAMP))
 
 # Each case runs in its own process with one BLAS thread; a few minutes in all.
 # PyTorch's columns say "not installed" until `make torch`. BENCH_ARGS=--quick for a smoke run.
+# With valgrind (installed here as dot is, where we can), also instruction counts.
 bench: $(STAMP)
-	$(BIN)/python benchmarks/run.py $(BENCH_ARGS)
+	@tools/ensure_program.sh valgrind valgrind valgrind "valgrind (for instruction counts)" || true
+	$(BIN)/python benchmarks/run.py $$(command -v valgrind >/dev/null && echo --instructions) $(BENCH_ARGS)
 
 clean:
 	rm -rf build .pytest_cache .hypothesis .ruff_cache *.egg-info

@@ -499,6 +499,8 @@ def main(argv=None) -> int:
     ap.add_argument("--seconds", type=float, default=1.0, help="timed seconds per worker")
     ap.add_argument("--threads", type=int, default=1, help="BLAS threads (1 for the headline)")
     ap.add_argument("--out", default=HERE, help="where RESULTS.md and results.png go")
+    ap.add_argument("--instructions", action="store_true",
+                    help="also count instructions with valgrind's callgrind (benchmarks/instructions.py)")
     ap.add_argument("--default-malloc", action="store_true",
                     help="leave glibc's malloc thresholds alone (more page faults, noisier)")
     args = ap.parse_args(argv)
@@ -541,6 +543,15 @@ def main(argv=None) -> int:
     prof = run_job({"kind": "profile", "impl": "minigrad-f64", "size": "tiny",
                     "steps": 300 if args.quick else 3000}, args.threads, pin)
 
+    counted = None
+    if args.instructions:
+        import instructions
+        if instructions.available():
+            say("benchmarks: instruction counts (callgrind)")
+            counted = instructions.report(instructions.measure())
+        else:
+            say("benchmarks: valgrind is not installed; no instruction counts")
+
     os.makedirs(args.out, exist_ok=True)
     plot(stats, impls, chain, mem, os.path.join(args.out, "results.png"))
     lines = write_report(os.path.join(args.out, "RESULTS.md"), env, agree, stats, impls, chain,
@@ -551,6 +562,15 @@ def main(argv=None) -> int:
         say(line)
     for goal, target, measured, status in reach_rows(stats, chain, has_torch):
         say(f"  {status:7s} {goal}: {measured} (target {target})")
+    if counted:
+        with open(os.path.join(args.out, "RESULTS.md"), "a", encoding="utf-8") as f:
+            f.write("\n## Instruction counts (callgrind)\n\n"
+                    "Counted with valgrind's callgrind, one BLAS thread: each figure is the "
+                    "difference between 2n and n repetitions, divided by n, in fresh processes; "
+                    "it repeats to about 0.1% whatever else the machine runs.\n\n")
+            f.write("\n".join(counted) + "\n")
+        for line in counted:
+            say(line)
     say(f"wrote {os.path.relpath(os.path.join(args.out, 'RESULTS.md'), ROOT)} and results.png")
     return 0
 

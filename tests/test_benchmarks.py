@@ -90,3 +90,25 @@ def test_reach_rows_compare_ratios_with_the_targets():
     assert status["backward through 100,000 ops"] == "missed"
     no_torch = run.reach_rows(stats, chain, has_torch=False)
     assert [r[3] for r in no_torch if "PyTorch" in r[0]] == ["n/a"] * 3
+
+
+def test_instruction_report_gives_ratios_against_numpy_and_pytorch_from_one_run():
+    import instructions
+
+    m = {"steps": {"numpy-f64 tiny": 200.0, "minigrad-f64 tiny": 300.0, "torch-f64 tiny": 600.0,
+                   "numpy-f64 small": 1000.0, "minigrad-f64 small": 1010.0},
+         "chain": {"minigrad build": 30.0, "torch build": 20.0, "minigrad bytes per node": 450.0},
+         "peak small step": {"minigrad": 900, "torch": 1000}}
+    text = "\n".join(instructions.report(m))
+    assert "| minigrad tiny | 300 | 1.50x | 0.50x |" in text
+    assert "| minigrad small | 1,010 | 1.01x | n/a |" in text
+    assert "minigrad build / PyTorch build | 1.50x" in text and "450 bytes" in text
+    assert "| minigrad / PyTorch | 0.90x |" in text
+
+
+def test_instruction_counts_subtract_start_up(monkeypatch):
+    import instructions
+
+    counts = {5: 1_000_000 + 5 * 300, 10: 1_000_000 + 10 * 300}
+    monkeypatch.setattr(instructions, "_instructions", lambda kind, arg, n: counts[n])
+    assert instructions.per_call("step", ("minigrad-f64", "tiny"), 5) == 300
