@@ -15,7 +15,8 @@ no_grad; anomaly mode) and ``engine`` (backward and grad). Around it:
 ``optim`` (layers and optimizers), ``data`` (the digits dataset, splits,
 mini-batches), ``metrics`` (accuracy, confusion matrix), ``tracing`` (static
 graphs) and ``passes`` (rewriting them), ``hooks`` (watch or count every op),
-``inspect`` (what a graph saves), ``serialization`` (save and load without pickle), ``memory`` (measured memory by category),
+``inspect`` (what a graph saves), ``serialization`` (save and load without
+pickle), ``memory`` (measured memory by category),
 ``flow`` (gradient flow), ``checkpointing`` (recompute activations in backward)
 and ``planner`` (segment schedules), ``reference`` (hand-derived NumPy
 versions), ``viz`` (pictures; imported on first use).

@@ -355,11 +355,15 @@ class Tensor:
         return _ops.LogSoftmax.apply(self, axis=axis)
 
     def cross_entropy(self, target):
-        """Mean -log p[i, y_i] of a (N, C) tensor of probabilities (clipped at 1e-12, as in notebook 00)."""
+        """Mean -log p[i, y_i] of a (N, C) tensor of probabilities (clipped at 1e-12, as in notebook 00).
+
+        This takes probabilities. PyTorch's ``F.cross_entropy`` takes logits: its
+        minigrad counterpart is :meth:`cross_entropy_with_logits`.
+        """
         return _ops.CrossEntropy.apply(self, target=target)
 
     def cross_entropy_with_logits(self, target):
-        """Fused, stable softmax + cross-entropy on (N, C) logits."""
+        """Fused, stable softmax + cross-entropy on (N, C) logits (PyTorch's ``F.cross_entropy``)."""
         return _ops.CrossEntropyWithLogits.apply(self, target=target)
 
 
