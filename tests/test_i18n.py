@@ -31,6 +31,18 @@ EXPECTED = (
     "01_computation_graphs",
     "02_the_forward_graph",
     "03_backpropagation",
+    "04_autodiff_modes",
+    "05_vjp_matmul",
+    "06_vjp_relu",
+    "07_vjp_softmax",
+    "08_vjp_cross_entropy",
+    "09_mini_autograd_end_to_end",
+    "10_gradient_flow",
+    "11_where_memory_goes",
+    "12_activation_checkpointing",
+    "13_what_real_frameworks_add",
+    "14_beyond_the_minimum",
+    "15_self_check",
 )
 
 
