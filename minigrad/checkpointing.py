@@ -114,6 +114,7 @@ class Checkpoint(Function):
     """
 
     name = "checkpoint"
+    view = "maybe"  # fn may return a view of an input, or the input itself
 
     @staticmethod
     def forward(ctx, *arrays, out, call, n_inputs, captured, rng, check, kept):
@@ -230,6 +231,8 @@ def checkpoint(fn: Callable, *args, preserve_rng_state: bool = True,
         out = fn(*args)
     if not isinstance(out, Tensor):
         raise TypeError(f"checkpoint: fn must return one Tensor, got {type(out).__name__}")
+    if not used and not out.requires_grad:  # no gradient can reach the output: as the plain call
+        return out
     mine = {id(t) for t in tensors}
     captured = tuple(t for i, t in used.items() if i not in mine)
     for t in captured:

@@ -466,7 +466,13 @@ class Context:
 
     def rebase(self, tensor, previous: Context | None) -> None:
         """Make this node the history of ``tensor``, which an in-place op changed;
-        ``previous`` (its old node, if any) no longer has an output."""
+        ``previous`` (its old node, if any) no longer has an output. A saved output
+        is now ``tensor``'s own data, at its new version."""
+        recs = self.saved_values
+        if recs:
+            self.saved_values = tuple(
+                SavedValue(tensor.data, -1, tensor._vc, tensor._vc[0]) if r.which == -1 else r
+                for r in recs)
         if previous is not None:
             previous._out = _dead
             if previous._retain:
@@ -501,11 +507,15 @@ class AccumulateGrad:
     needs_input_grad: tuple = ()
     released = False
     _retain = False
-    _hooks: tuple = ()
     _freed_by = None
 
     def __init__(self, variable):
         self.variable = variable
+
+    @property
+    def _hooks(self) -> tuple:
+        """The leaf's ``register_hook`` callables (kept with the leaf, not with this node)."""
+        return _leaf_hooks.get(id(self.variable), ()) if _leaf_hooks else ()
 
     @property
     def next_functions(self) -> tuple:
@@ -534,6 +544,48 @@ class AccumulateGrad:
 
     def __repr__(self) -> str:
         return "<AccumulateGrad>"
+
+
+_leaf_hooks: dict[int, tuple] = {}  # id(leaf) -> its hooks, dropped with the leaf
+
+
+class HookHandle:
+    """What ``register_hook`` returns: ``handle.remove()`` takes the hook off again."""
+
+    def __init__(self, remove):
+        self._remove = remove
+
+    def remove(self) -> None:
+        self._remove()
+
+
+def register_hook(t, hook) -> HookHandle:
+    """Call ``hook(grad)`` whenever a gradient for ``t`` has been computed; a hook may
+    return a new gradient (of the same shape) to use instead (``torch.Tensor.register_hook``)."""
+    if not callable(hook):
+        raise TypeError(f"register_hook: the hook must be callable, got {type(hook).__name__}")
+    if not t.requires_grad:
+        raise RuntimeError(f"register_hook: cannot register a hook on a tensor (shape {t.shape}) "
+                           f"that does not require grad")
+    node = t.grad_fn
+    if node is not None:
+        node._hooks = node._hooks + (hook,)
+
+        def remove():
+            node._hooks = tuple(h for h in node._hooks if h is not hook)
+        return HookHandle(remove)
+    key = id(t)
+    if key not in _leaf_hooks:
+        weakref.finalize(t, _leaf_hooks.pop, key, None)
+    _leaf_hooks[key] = _leaf_hooks.get(key, ()) + (hook,)
+
+    def remove_leaf():
+        left = tuple(h for h in _leaf_hooks.get(key, ()) if h is not hook)
+        if left:
+            _leaf_hooks[key] = left
+        else:
+            _leaf_hooks.pop(key, None)
+    return HookHandle(remove_leaf)
 
 
 def gradient_edge(t) -> Context | AccumulateGrad | None:
@@ -635,8 +687,8 @@ def _apply(cls: type[Function], inputs: tuple, attrs: dict, kept: Any = None):
 
     # 3. the output tensor (a view shares its base's version counter)
     out = _make_tensor(data, record, ctx if record else None)
-    if cls.view and (cls.view is True or np.may_share_memory(data, arrays[0])):
-        _share_version(out, inputs[0])
+    if cls.view:
+        _share_version(out, inputs, arrays, cls.view)
     if not record:
         return out, None
 
@@ -728,14 +780,20 @@ def _as_output(ctx: Context, raw: Any) -> np.ndarray:
     return data
 
 
-def _share_version(view, base) -> None:
-    """``view`` shares ``base``'s memory: one version counter for both, wherever a view is made."""
-    view._vc = base._vc
-    view._view = view._vc[0]
+def _share_version(out, inputs: tuple, arrays: list, view: bool | str) -> None:
+    """An output that shares an input's memory shares its version counter too, wherever a
+    view is made: an in-place change of either is seen by both. ``out._view`` keeps the
+    version at the time and the tensor that owns the memory (PyTorch's ``._base``)."""
+    for t, a in zip(inputs, arrays):
+        if (view is True or np.may_share_memory(out.data, a)) and isinstance(t, Tensor):
+            base = t if t._view is None else t._view[1]
+            out._vc = t._vc
+            out._view = (t._vc[0], base)
+            return
 
 
 def _check_view_input(ctx: Context, t) -> None:
-    if t.grad_fn is not None and t._vc[0] != t._view:
+    if t.grad_fn is not None and t._vc[0] != t._view[0]:
         raise RuntimeError(
             f"{ctx.name}: an input (shape {t.shape}) is a view made by '{t.op}' whose base "
             f"was changed in place after the view was made; its recorded history no longer "

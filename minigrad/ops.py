@@ -697,6 +697,7 @@ class Exp(Function):
 
     name = "exp"
     elementwise = True
+    inplace = staticmethod(lambda a: np.exp(a, out=a))  # exp_
 
     @staticmethod
     def forward(ctx, a):
@@ -849,6 +850,49 @@ class Softmax(Function):
         """s = softmax(a).   ds = (diag(s) - s s^T) da = s * (da - sum(s * da))."""
         s, da = out, dots[0]
         return s * (da - (s * da).sum(axis=axis, keepdims=True))
+
+
+class LogSumExp(Function):
+    """y = log(sum(exp(a))) along ``axis``, as max + log(sum(exp(a - max))): no overflow.
+
+    VJP: da = g * exp(a - y) = g * softmax(a), g and y copied back along the reduced axes.
+    JVP: dy = sum(softmax(a) * da) along the axis.
+    Saved: the input and the output, as PyTorch's LogsumexpBackward0 keeps self and result.
+    """
+
+    name = "logsumexp"
+
+    @staticmethod
+    def forward(ctx, a, axis=None, keepdims=False):
+        _check_axis("logsumexp", axis, a.shape)
+        if a.size == 0:
+            raise ValueError(f"logsumexp: the input of shape {a.shape} is empty")
+        m = a.max(axis=axis, keepdims=True)
+        m = np.where(np.isfinite(m), m, 0.0)  # all -inf (or inf) along the axis: no shift
+        y = np.log(np.exp(a - m).sum(axis=axis, keepdims=True)) + m
+        ctx.in_shape, ctx.axis = a.shape, axis
+        out = y if keepdims else y.reshape(_reduced_shape(a.shape, axis))
+        ctx.save_for_backward(a, out)
+        return out
+
+    @staticmethod
+    def backward(ctx, g):
+        a, y = ctx.saved
+        shape = _keepdims_shape(ctx.in_shape, ctx.axis)
+        return (g.reshape(shape) * _exp(a - y.reshape(shape)),)
+
+    @staticmethod
+    def jvp(dots, args, out, axis=None, keepdims=False):
+        """y = logsumexp(a).   dy = sum(softmax(a) * da) along the axis."""
+        (da,), (a,) = dots, args
+        p = np.exp(a - out.reshape(_keepdims_shape(a.shape, axis)))
+        return np.sum(p * da, axis=axis, keepdims=keepdims)
+
+
+def _reduced_shape(shape: tuple, axis) -> tuple:
+    """The shape a reduction over ``axis`` leaves (keepdims=False)."""
+    return tuple(n for k, n in enumerate(_keepdims_shape(shape, axis)) if not (
+        axis is None or k in {ax % len(shape) for ax in (axis if isinstance(axis, tuple) else (axis,))}))
 
 
 class LogSoftmax(Function):

@@ -49,16 +49,26 @@ class Tensor:
         if isinstance(data, Tensor):
             data = data.data
         arr = _to_array(data, "Tensor")
-        dt = np.dtype(np.float64 if dtype is None else dtype)
-        if dt.kind != "f":
-            raise TypeError(f"Tensor: dtype must be a floating type, got {dt}")
+        if dtype is None:
+            dt = np.dtype(np.bool_ if arr.dtype == np.bool_ else np.float64)  # a mask stays a mask
+        else:
+            try:
+                dt = np.dtype(dtype)
+            except TypeError:
+                raise TypeError(f"Tensor: dtype {dtype!r} is not a NumPy dtype; use a floating "
+                                f"type such as np.float64 or np.float32") from None
+        if dt.kind not in "fb":
+            raise TypeError(f"Tensor: dtype must be a floating type (or bool, for a mask), got {dt}")
+        if dt.kind == "b" and requires_grad:
+            raise RuntimeError("Tensor: only floating-point tensors can require gradients; "
+                               "this one is bool (a mask)")
         self.data = np.array(arr, dtype=dt)  # a Tensor owns its numbers
         self.grad: np.ndarray | None = None
         self.requires_grad = bool(requires_grad)
         self.grad_fn = None
         self.name = name
         self._vc = [0]
-        self._view = None   # for a view of another tensor: the shared version when it was made
+        self._view = None   # for a view: (the shared version when it was made, the base tensor)
         self._acc = _dead   # weak reference to this leaf's AccumulateGrad node
 
     @classmethod
@@ -108,6 +118,24 @@ class Tensor:
         if f is None:
             return ()
         return tuple([t for t in f.inputs if t is not None])
+
+    def __delattr__(self, name: str) -> None:
+        if name == "grad":  # ``del t.grad`` forgets the gradient, as in PyTorch
+            self.grad = None
+        else:
+            object.__delattr__(self, name)
+
+    def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
+        """``np.asarray(t)``: the numbers, for a tensor that needs no gradient (as PyTorch)."""
+        if self.requires_grad:
+            raise RuntimeError(
+                f"np.asarray: can't convert a tensor that requires grad (shape {self.shape}) to a "
+                f"NumPy array, since the array would leave the graph; use t.detach().numpy(), "
+                f"or t.data")
+        self._note_read()
+        if dtype is not None and dtype != self.data.dtype:
+            return self.data.astype(dtype)
+        return self.data.copy() if copy else self.data
 
     # ----------------------------------------------------------- inspection
     shape = property(lambda self: self.data.shape)
@@ -195,6 +223,12 @@ class Tensor:
             self.grad_fn._retain = True
         return self
 
+    def register_hook(self, hook):
+        """Call ``hook(grad)`` each time backward computes this tensor's gradient; if the
+        hook returns a Tensor or array, that is used instead. ``.remove()`` on the handle
+        it returns takes it off (``torch.Tensor.register_hook``)."""
+        return _register_hook(self, hook)
+
     def detach(self) -> Tensor:
         """The same numbers, cut from the graph (shares memory, like PyTorch)."""
         t = Tensor._make(self.data)
@@ -216,18 +250,24 @@ class Tensor:
     # change and the version counter goes up. While gradients are recorded, an
     # in-place op on a tensor of the graph records a node, and the tensor's
     # history is rebased onto it; a leaf that requires grad refuses.
-    def _inplace(self, what: str, op, value: Any, **attrs: Any) -> Tensor:
-        value = value if isinstance(value, Tensor) else as_tensor(_to_array(value, what), like=self)
-        recording = _state.grad_enabled and (self.requires_grad or value.requires_grad)
-        _check_inplace(self, what, value, attrs, recording)
+    def _inplace(self, what: str, op, value: Any = None, **attrs: Any) -> Tensor:
+        """``self = op(self, value)`` in place (``value`` None for a unary op), recorded when
+        gradients are: the op runs out of place, its result is copied into ``self.data``,
+        and its node becomes ``self``'s history."""
+        operands = (self,)
+        if value is not None or "idx" in attrs:
+            value = value if isinstance(value, Tensor) else as_tensor(_to_array(value, what), like=self)
+            operands = (self, value)
+        recording = _state.grad_enabled and any(t.requires_grad for t in operands)
+        _check_inplace(self, what, operands[1] if len(operands) == 2 else None, attrs, recording)
         if not recording:
             if "idx" in attrs:
                 self.data[attrs["idx"]] = value.data
             else:
-                op.inplace(self.data, value.data)
+                op.inplace(*(t.data for t in operands))
             self._vc[0] += 1
             return self
-        new = op.apply(self, value, **attrs)
+        new = op.apply(*operands, **attrs)
         node = new.grad_fn
         node.forget_input(0)  # the old numbers are about to be overwritten
         np.copyto(self.data, new.data, casting="unsafe")
@@ -252,6 +292,15 @@ class Tensor:
     def div_(self, other: Any) -> Tensor:
         """In place: data /= other. Bumps the version counter."""
         return self._inplace("div_", _ops.Div, other)
+
+    def exp_(self) -> Tensor:
+        """In place: data = exp(data). Bumps the version counter."""
+        return self._inplace("exp_", _ops.Exp)
+
+    def fill_(self, value: Any) -> Tensor:
+        """In place: every element set to ``value`` (a number or a one-element Tensor)."""
+        self._inplace("fill_", _ops.SetItem, value, idx=Ellipsis)
+        return self
 
     __iadd__ = add_
     __isub__ = sub_
@@ -334,6 +383,10 @@ class Tensor:
     # ---------------------------------------------------------- elementwise
     def exp(self):
         return _ops.Exp.apply(self)
+
+    def logsumexp(self, axis=None, keepdims=False):
+        """log(sum(exp(self))) along ``axis``, computed without overflow (``torch.logsumexp``)."""
+        return _ops.LogSumExp.apply(self, axis=axis, keepdims=keepdims)
 
     def log(self):
         return _ops.Log.apply(self)
@@ -503,8 +556,10 @@ class Tensor:
         return self._compare(other, np.greater_equal, ">=")
 
 
-def _check_inplace(t: Tensor, what: str, value: Tensor, attrs: dict, recording: bool) -> None:
+def _check_inplace(t: Tensor, what: str, value: Tensor | None, attrs: dict, recording: bool) -> None:
     """Raise, before anything changes, if ``t`` cannot take this in-place change."""
+    if value is None:
+        value = t  # a unary op: the operand is t itself
     if value.data.dtype.kind == "c":
         raise TypeError(f"{what}: cannot write complex values into a tensor of dtype {t.dtype}")
     target = t.data if "idx" not in attrs else _index_target(t, what, attrs["idx"])
@@ -519,6 +574,12 @@ def _check_inplace(t: Tensor, what: str, value: Tensor, attrs: dict, recording: 
                              f"has shape {target.shape}")
         raise ValueError(f"{what}: the operand of shape {value.shape} cannot be broadcast to "
                          f"the tensor's shape {target.shape} (an in-place op keeps the shape)")
+    base = t._view[1] if t._view is not None else None
+    if base is not None and base.requires_grad and base.grad_fn is None and _state.grad_enabled:
+        raise RuntimeError(
+            f"{what}: this tensor (shape {t.shape}) is a view of a leaf that requires grad "
+            f"(shape {base.shape}); changing it in place would change the leaf behind the "
+            f"graph's back. Wrap the change in `with minigrad.no_grad():`, or clone() the view")
     if not recording:
         return
     if t.grad_fn is None and t.requires_grad:
@@ -590,3 +651,4 @@ def as_tensor(x: Any, like: Tensor | None = None) -> Tensor:
 from . import engine as _engine  # noqa: E402
 from . import ops as _ops  # noqa: E402
 from .function import _dead, _state  # noqa: E402
+from .function import register_hook as _register_hook  # noqa: E402

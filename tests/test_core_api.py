@@ -228,3 +228,156 @@ def test_a_saved_value_is_one_record():
     assert rec.stale
     with pytest.raises(RuntimeError, match="modified in place"):
         y.sum().backward()
+
+
+# ------------------------------------------------------------ views, arrays, masks
+
+
+def test_in_place_through_a_view_of_a_leaf_that_requires_grad_is_refused():
+    a = Tensor([1.0, 2.0, 3.0])
+    b = a[:]
+    a.requires_grad = True
+    with pytest.raises(RuntimeError, match=r"add_: this tensor \(shape \(3,\)\) is a view of a leaf"):
+        b.add_(5)
+    assert a.data.tolist() == [1.0, 2.0, 3.0]
+    with mg.no_grad():
+        b.add_(5)  # allowed under no_grad, as in PyTorch
+    assert a.data.tolist() == [6.0, 7.0, 8.0]
+
+
+def test_view_of_a_leaf_beside_torch():
+    torch = _torch()
+    a = torch.tensor([1.0, 2.0, 3.0])
+    b = a[:]
+    a.requires_grad_(True)
+    with pytest.raises(RuntimeError):
+        b.add_(5)
+
+
+def test_np_asarray_gives_the_numbers_or_a_clear_error():
+    t = Tensor([1.0, 2.0])
+    arr = np.asarray(t)
+    assert arr.dtype == np.float64 and arr.tolist() == [1.0, 2.0]
+    assert np.asarray(t, dtype=np.float32).dtype == np.float32
+    with pytest.raises(RuntimeError, match="requires grad"):
+        np.asarray(Tensor([1.0], requires_grad=True))
+
+
+def test_del_grad_leaves_none():
+    w = Tensor([1.0], requires_grad=True)
+    (w * 2).sum().backward()
+    del w.grad
+    assert w.grad is None
+
+
+def test_a_bool_tensor_stays_a_mask_and_bad_dtypes_are_named():
+    m = Tensor([True, False])
+    assert m.dtype == np.bool_
+    assert (Tensor([2.0, 3.0]) * m).data.tolist() == [2.0, 0.0]
+    with pytest.raises(TypeError, match=r"Tensor: dtype 'foo' is not a NumPy dtype"):
+        Tensor([1.0], dtype="foo")
+    with pytest.raises(RuntimeError, match="only floating-point tensors can require gradients"):
+        Tensor([True], requires_grad=True)
+
+
+# ------------------------------------------------------------ checkpoint
+
+
+def test_checkpoint_of_a_view_shares_the_version_counter():
+    a = Tensor(np.arange(8.0), requires_grad=True)
+    y = mg.checkpoint(lambda t: t[0:4], a)
+    loss = (y * y).sum()
+    with mg.no_grad():
+        y.add_(1.0)  # changes a's numbers too, which the checkpoint saved
+    with pytest.raises(RuntimeError, match="modified in place"):
+        loss.backward()
+    b = Tensor([1.0, 2.0, 3.0], requires_grad=True)
+    z = mg.checkpoint(lambda t: t, b * 1.0)
+    assert z._version == 0 and z._vc is not None
+    with mg.no_grad():
+        z.mul_(2.0)  # the input itself, changed behind the checkpoint's back: refused, not wrong
+    with pytest.raises(RuntimeError, match="changed in place|modified in place"):
+        (z * z).sum().backward()
+
+
+def test_checkpoint_of_a_function_of_nothing_needs_no_grad():
+    x = Tensor([1.0, 2.0], requires_grad=True)
+    out = mg.checkpoint(lambda t: Tensor([1.0, 2.0, 3.0]), x)
+    assert not out.requires_grad
+    with pytest.raises(RuntimeError, match="does not require grad"):
+        out.sum().backward()
+    assert x.grad is None
+
+
+# ------------------------------------------------------------ new API
+
+
+def test_logsumexp_matches_its_definition_and_gradcheck():
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((3, 4)) * 50  # large: a naive exp would overflow in float32
+    for axis, keepdims in ((None, False), (1, False), (0, True), ((0, 1), False)):
+        t = Tensor(x, requires_grad=True)
+        y = t.logsumexp(axis=axis, keepdims=keepdims)
+        m = x.max(axis=axis, keepdims=True)
+        ref = np.log(np.exp(x - m).sum(axis=axis, keepdims=True)) + m
+        assert np.allclose(y.data, ref if keepdims else ref.reshape(y.shape))
+        mg.gradcheck(lambda t: t.logsumexp(axis=axis, keepdims=keepdims),
+                     Tensor(x / 50, requires_grad=True))
+    t = Tensor(x[:2, :3] / 50, requires_grad=True)
+    (g,) = mg.grad(t.logsumexp(axis=1).sum(), t, create_graph=True)
+    h = mg.grad((g * g).sum(), t)[0]  # second order through the VJP
+    e = np.exp(t.data - t.data.max(1, keepdims=True))
+    p = e / e.sum(1, keepdims=True)
+    ref = 2 * (p * p - p * (p * p).sum(1, keepdims=True))  # d/dx sum(p^2) = 2 p (p - sum p^2)
+    assert np.allclose(h.data, ref)
+
+
+def test_logsumexp_beside_torch():
+    torch = _torch()
+    x = np.random.default_rng(1).standard_normal((4, 5))
+    t, tt = Tensor(x, requires_grad=True), torch.tensor(x, requires_grad=True)
+    t.logsumexp(axis=1).sum().backward()
+    torch.logsumexp(tt, dim=1).sum().backward()
+    assert np.allclose(t.grad, tt.grad.numpy(), atol=1e-14)
+    u = np.random.default_rng(2).standard_normal(x.shape)
+    _, d = mg.jvp(lambda a: a.logsumexp(axis=1), Tensor(x), u)
+    _, dt = torch.func.jvp(lambda a: torch.logsumexp(a, dim=1), (torch.tensor(x),), (torch.tensor(u),))
+    assert np.allclose(d.data, dt.numpy(), atol=1e-14)
+
+
+def test_exp_and_fill_in_place_are_recorded():
+    w = Tensor([1.0, 2.0], requires_grad=True)
+    a = w * 1.0
+    a.exp_()
+    a.sum().backward()
+    assert np.allclose(w.grad, np.exp([1.0, 2.0])) and np.allclose(a.data, np.exp([1.0, 2.0]))
+    b = w * 1.0
+    b.fill_(3.0)
+    w.grad = None
+    (b * w).sum().backward()
+    assert b.data.tolist() == [3.0, 3.0] and w.grad.tolist() == [3.0, 3.0]  # fill_ cut the path
+
+
+def test_register_hook_on_a_leaf_and_an_intermediate_beside_torch():
+    w = Tensor([1.0, 2.0], requires_grad=True)
+    h = w.register_hook(lambda g: g * 10)
+    a = w * 3
+    a.register_hook(lambda g: g + 1)
+    a.sum().backward()
+    assert w.grad.tolist() == [60.0, 60.0]
+    h.remove()
+    w.grad = None
+    (w * 3).sum().backward()
+    assert w.grad.tolist() == [3.0, 3.0]
+    with pytest.raises(RuntimeError, match="does not require grad"):
+        Tensor([1.0]).register_hook(lambda g: g)
+    try:
+        import torch
+    except ImportError:
+        return
+    wt = torch.tensor([1.0, 2.0], requires_grad=True)
+    wt.register_hook(lambda g: g * 10)
+    at = wt * 3
+    at.register_hook(lambda g: g + 1)
+    at.sum().backward()
+    assert wt.grad.tolist() == [60.0, 60.0]
