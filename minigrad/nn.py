@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 
 import numpy as np
 
+from . import capture as _capture
 from . import random as _random
 from .tensor import Tensor
 
@@ -314,9 +315,18 @@ class Dropout(Module):
     def forward(self, x: Tensor) -> Tensor:
         if not self.training or self.p == 0.0:
             return x
+        mask = Tensor._make(self._draw(x.shape, x.dtype))
+        if _capture.observers:  # a recording compile draws a fresh mask on every call
+            p, training, shape, dtype = self.p, self.training, x.shape, x.dtype
+            _capture.notify("random", mask, lambda: self._draw(shape, dtype),
+                            lambda: self.p == p and self.training == training)
+        return x * mask
+
+    def _draw(self, shape: tuple, dtype) -> np.ndarray:
+        """A mask of 0 and 1/(1-p), each entry kept with probability 1 - p, in ``dtype``."""
         gen = self.generator or _random.default_generator()
-        keep = gen.random(x.shape) >= self.p
-        return x * (keep / (1.0 - self.p))
+        mask = (gen.random(shape) >= self.p) / (1.0 - self.p)
+        return mask if mask.dtype == dtype else mask.astype(dtype)
 
     def __repr__(self) -> str:
         return f"Dropout(p={self.p})"

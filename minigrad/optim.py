@@ -20,6 +20,7 @@ from collections.abc import Iterable
 
 import numpy as np
 
+from . import capture as _capture
 from .tensor import Tensor
 
 __all__ = ["Optimizer", "SGD", "Adam"]
@@ -85,6 +86,8 @@ class Optimizer:
             if p.grad is not None:
                 _check_param(name, i, p, check_finite)
                 live.append((i, p))
+        if _capture.observers:  # a recording trace or compile sees the update (or refuses it)
+            _capture.notify("step", self, live)
         self.steps += 1
         for i, p in live:
             self._update(i, p)
