@@ -50,12 +50,22 @@ def notify(kind: str, *args: Any) -> None:
 
 # The package's modules whose reads of .data are not reads out of the graph, and those
 # that read or write .grad as part of a step (the engine accumulates, optimizers read).
+# The layers (minigrad.nn) are user-level code: BatchNorm computing running statistics from
+# x.data, or clip_grad_norm reading .grad, take values out of the graph as user code would.
 _DATA_OK = "minigrad."
 _GRAD_OK = frozenset({"minigrad.engine", "minigrad.optim", "minigrad.tensor", "minigrad.nn",
                       "minigrad.compiling", "minigrad.tracing", "minigrad.capture"})
 _GRAD_READ_OK = frozenset({"minigrad.engine", "minigrad.optim", "minigrad.compiling",
                            "minigrad.tracing", "minigrad.capture"})
+
+
+def _internal(module: str) -> bool:
+    """A read by this module is the package's own bookkeeping, not a value leaving the graph."""
+    return module.startswith(_DATA_OK) and module != "minigrad.nn"
 _SHAPE_ATTRS = ("shape", "size", "ndim")
+
+
+_UNSET = object()
 
 
 def _caller(depth: int = 2) -> str:
@@ -68,7 +78,7 @@ def watch(report: Callable[..., Any]) -> Iterator[None]:
 
     ``kind`` is ``"read"`` (Python read ``.data``, ``.grad`` or the truth value;
     detail: what was read), ``"shape"`` (Python read a shape, size or length),
-    ``"grad"`` (``.grad`` was set; details: the new value and the writing module),
+    ``"grad"`` (``.grad`` is being set; details: the new value, the writing module, the old value),
     ``"data"`` (``.data`` was replaced from outside the package) or ``"inplace"``
     (an in-place op; details: its name, op class, operand and attributes, called
     *before* the change; ``report`` may raise to refuse it).
@@ -79,12 +89,12 @@ def watch(report: Callable[..., Any]) -> Iterator[None]:
     slot_data, slot_grad = saved["data"], saved["grad"]
 
     def get_data(self):
-        if threading.get_ident() == me and not _caller().startswith(_DATA_OK):
+        if threading.get_ident() == me and not _internal(_caller()):
             report("read", self, ".data")
         return slot_data.__get__(self, Tensor)
 
     def set_data(self, value):
-        if threading.get_ident() == me and not _caller().startswith(_DATA_OK):
+        if threading.get_ident() == me and not _internal(_caller()):
             report("data", self, value)
         slot_data.__set__(self, value)
 
@@ -95,7 +105,12 @@ def watch(report: Callable[..., Any]) -> Iterator[None]:
 
     def set_grad(self, value):
         if threading.get_ident() == me:
-            report("grad", self, value, _caller())
+            try:
+                old = slot_grad.__get__(self, Tensor)
+            except AttributeError:  # a tensor being made: not a write into an existing .grad
+                old = _UNSET
+            if old is not _UNSET:
+                report("grad", self, value, _caller(), old)
         slot_grad.__set__(self, value)
 
     def del_grad(self):

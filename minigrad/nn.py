@@ -253,7 +253,7 @@ class Linear(Module):
         self.bias = Tensor(np.zeros(out_features), requires_grad=True, dtype=dtype) if bias else None
 
     def forward(self, x: Tensor) -> Tensor:
-        shape = x.data.shape if isinstance(x, Tensor) else np.shape(x)
+        shape = x.shape if isinstance(x, Tensor) else np.shape(x)
         if not shape or shape[-1] != self.in_features:
             raise ValueError(f"{self!r}: expected an input whose last dimension is "
                              f"{self.in_features}, got shape {tuple(shape)}")

@@ -88,6 +88,14 @@ class Optimizer:
                 live.append((i, p))
         if _capture.observers:  # a recording trace or compile sees the update (or refuses it)
             _capture.notify("step", self, live)
+        self._apply(live)
+
+    def _apply(self, live: list) -> None:
+        """The update itself, once the checks passed: ``live`` is ``[(index, parameter), ...]``.
+
+        A compiled step (``minigrad.compile``) calls this directly: its program
+        already knows which parameters have a gradient of the right shape.
+        """
         self.steps += 1
         for i, p in live:
             self._update(i, p)
