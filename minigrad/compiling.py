@@ -171,6 +171,13 @@ class Program:
             ins = dataclasses.replace(ins, args=tuple(rename.get(a, a) for a in ins.args))
             if ins.effect:  # it may change an array in place: nothing before it can be reused
                 seen.clear()
+            if ins.kind == "const" and np.size(self.refs[ins.ref]) <= 64:  # equal small constants
+                c = np.asarray(self.refs[ins.ref])
+                key = ("const", c.dtype.str, c.shape, c.tobytes())
+                if key in seen:
+                    rename[ins.out[0]] = seen[key]
+                    continue
+                seen[key] = ins.out[0]
             if ins.kind == "op" and ins.ctx not in vjp_ctx:
                 key = (ins.fn, ins.args, _freeze(ins.attrs))
                 if key in seen:
@@ -709,15 +716,17 @@ class CompiledStep:
                                "eager run; call the step itself (compiled.__wrapped__) to use it.")
         if self.eager:
             return self.fn(*args)
-        reason = "first call"
+        reasons = []
         for k, cap in enumerate(self._cache):
             why = cap.check(self.fn, args, cap.program.refs)
             if why is None:
                 if k:
                     self._cache.insert(0, self._cache.pop(k))
                 return cap.run(*args)
-            if k == 0:
-                reason = why
+            reasons.append(why)
+        # the most telling reason: a program made for these arguments whose other guard failed
+        reason = next((r for r in reasons if not r.startswith("argument")),
+                      reasons[0] if reasons else "first call")
         return self._capture(args, reason)
 
     def _capture(self, args: tuple, reason: str):
@@ -731,8 +740,10 @@ class CompiledStep:
         try:
             with op_hook(rec), _capture.watch(rec.report):
                 result = self.fn(*args)
-        except RuntimeError as e:
-            if "cannot be recorded by minigrad.trace" in str(e):
+        except BaseException as e:  # the eager run failed: the attempt is listed, and it raises
+            self.captures.append(Capture(reason, None, [f"the step raised {type(e).__name__}: {e}"],
+                                         [], grad_mode, {}, values, []))
+            if isinstance(e, RuntimeError) and "cannot be recorded by minigrad.trace" in str(e):
                 raise CompileError("compile: checkpointing inside a compiled step is not "
                                    "supported (its recomputation is an eager mechanism); "
                                    "compile the step without checkpoint") from e
@@ -741,7 +752,7 @@ class CompiledStep:
             _function.as_tensor, _tensor.as_tensor = plain_f, plain_t
             _capture.observers.remove(rec.observe)
         for leaves in rec.passes:
-            if not leaves or any(id(leaf) in rec.acc for leaf in leaves):
+            if not leaves or any(leaf in rec.acc for leaf in leaves):
                 rec.breaks.append("a backward pass did not end in .grad (minigrad.grad() inside "
                                   "the step): compile supports loss.backward()")
                 break
