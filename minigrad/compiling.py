@@ -108,16 +108,28 @@ class Program:
     contexts: dict[str, Context] = dataclasses.field(default_factory=dict)
 
     # ----------------------------------------------------------- code
+    guard: str = "True"                     # the guards, as one Python condition
+    guard_refs: dict[str, Any] = dataclasses.field(default_factory=dict)
+
     def source(self) -> str:
-        """The program as straight-line Python over NumPy arrays."""
-        lines = [f"def step({', '.join(self.inputs)}):"]
+        """The program as straight-line Python over NumPy arrays, its guards first."""
+        lines = [f"def step({', '.join(self.inputs)}):",
+                 "    if not (" + self.guard + "):",
+                 "        return _MISS  # a guard failed: capture again"]
+        fwd = {i.ctx: i for i in self.instrs if i.kind == "op"}
+        grad_is_none: set[str] = set()
         for ins in self.instrs:
-            lines += ["    " + s for s in _emit(ins, self)]
+            if ins.kind == "grad" and ins.ref in grad_is_none:  # zero_grad ran: no old gradient
+                ins = dataclasses.replace(ins, how=("fresh", ins.how))
+            if ins.kind in ("grad", "zero"):
+                (grad_is_none.add if ins.kind == "zero" else grad_is_none.discard)(ins.ref)
+            lines += ["    " + s for s in _emit(ins, self, fwd)]
         lines.append(f"    return {_outputs_src(self.outputs)}")
         return "\n".join(lines)
 
     def build(self) -> Callable:
         env = dict(self.refs)
+        env.update(self.guard_refs)
         env.update(_RUNTIME)
         env["__builtins__"] = __builtins__
         code = builtins.compile(self.source(), "<minigrad.compile>", "exec")
@@ -244,7 +256,7 @@ def _outputs_src(o: Any) -> str:
     return repr(o)
 
 
-def _emit(ins: Instr, prog: Program) -> list[str]:
+def _emit(ins: Instr, prog: Program, fwd: dict) -> list[str]:
     k = ins.kind
     if k == "input":
         return [f"{ins.out[0]} = {ins.args[0]}.data" if ins.how == "tensor" else
@@ -257,19 +269,36 @@ def _emit(ins: Instr, prog: Program) -> list[str]:
     if k == "const":
         return [f"{ins.out[0]} = {ins.ref}"]
     if k == "op":
+        lower = _LOWER.get(ins.fn)
+        lines = lower[0](ins) if lower is not None and ins.how.get("lower") else None
+        if lines is not None:
+            return lines
         kw = "".join(f", {a}={_attr_src(ins, a)}" for a in ins.attrs)
-        return [f"{ins.out[0]} = {ins.fn.__name__}_fwd({ins.ctx}, {', '.join(ins.args)}{kw})",
-                f"if type({ins.out[0]}) is not _ndarray: {ins.out[0]} = _as_array({ins.ctx}, {ins.out[0]})"]
+        lines = [f"{ins.out[0]} = {ins.fn.__name__}_fwd({ins.ctx}, {', '.join(ins.args)}{kw})"]
+        if ins.how.get("out_ndim", 0) == 0:  # a NumPy scalar becomes a 0-d array, as apply does
+            lines.append(f"if type({ins.out[0]}) is not _ndarray: "
+                         f"{ins.out[0]} = _as_array({ins.ctx}, {ins.out[0]})")
+        return lines
     if k == "seed":
         return [f"{ins.out[0]} = {ins.ref}  # d{ins.how}/d{ins.how} = 1"]
     if k == "vjp":
+        f = fwd.get(ins.ctx)
+        lower = _LOWER.get(ins.fn)
+        if lower is not None and f is not None and f.how.get("lower"):
+            return lower[1](ins, f)
         outs = [o or "_" for o in ins.out]
-        return [f"{', '.join(outs)}, = _grads({ins.fn.__name__}_vjp({ins.ctx}, {ins.args[0]}), {len(outs)})"]
+        call = f"{ins.fn.__name__}_vjp({ins.ctx}, {ins.args[0]})"
+        if len(outs) == 1:  # a one-input op may return its gradient bare
+            return [f"_t = {call}", f"{outs[0]} = _t if type(_t) is _ndarray else _t[0]"]
+        return [f"{', '.join(outs)} = {call}"]
     if k == "sum":
         return [f"{ins.out[0]} = {ins.args[0]} + {ins.args[1]}"]
     if k == "grad":
         g = ins.args[0]
-        conv = {"same": g, "copy": f"{g}.copy()"}.get(ins.how, f"{g}.astype({ins.how!r})")
+        fresh, how = ins.how if isinstance(ins.how, tuple) else (None, ins.how)
+        conv = {"same": g, "copy": f"{g}.copy()"}.get(how, f"{g}.astype({how!r})")
+        if fresh:
+            return [f"{ins.ref}.grad = {conv}"]
         return [f"_o = {ins.ref}.grad",
                 f"{ins.ref}.grad = {conv} if _o is None else _o + {conv}"]
     if k == "zero":
@@ -314,8 +343,102 @@ def _grads(r, n: int) -> tuple:
     return r if type(r) is tuple and len(r) == n else (tuple(r) if isinstance(r, (tuple, list)) else (r,))
 
 
+# ------------------------------------------------------------------ lowering
+# The hot ops of a training step are written out as the NumPy lines their own
+# forward and VJP run (ops.py), for the shapes and dtypes the guards fix; every
+# other op is called through its forward and backward. A lowering must compute
+# what the op computes, operation for operation, so the results are the same bits
+# (tests/test_compiling.py checks each against the op on the same inputs).
+
+def _lower_matmul_fwd(ins):
+    a, b = ins.args
+    return [f"{ins.out[0]} = {a} @ {b}"]
+
+
+def _lower_matmul_vjp(ins, f):
+    a, b = f.args
+    g = ins.args[0]
+    da, db = ins.out
+    return ([f"{da} = {g} @ {b}.T"] if da else []) + ([f"{db} = {a}.T @ {g}"] if db else [])
+
+
+def _lower_add_fwd(ins):
+    a, b = ins.args
+    return [f"{ins.out[0]} = {a} + {b}"]
+
+
+def _sum_to_src(g: str, shape: tuple, out_shape: tuple) -> str:
+    if shape == out_shape:
+        return g
+    lead = len(out_shape) - len(shape)
+    if out_shape[lead:] == shape:
+        return f"{g}.sum(axis={tuple(range(lead))!r})"
+    return f"_sum_to({g}, {shape!r})"
+
+
+def _lower_add_vjp(ins, f):
+    g = ins.args[0]
+    return [f"{o} = {_sum_to_src(g, sh, f.how['out_shape'])}"
+            for o, sh in zip(ins.out, f.how["shapes"]) if o]
+
+
+def _lower_relu_fwd(ins):
+    return [f"{ins.out[0]} = np.maximum({ins.args[0]}, 0)"]
+
+
+def _lower_relu_vjp(ins, f):
+    return [f"{ins.out[0]} = {ins.args[0]} * ({f.out[0]} > 0)"] if ins.out[0] else []
+
+
+def _lower_ce_fwd(ins):
+    z, o, c = ins.args[0], ins.out[0], ins.ctx
+    n, k = ins.how["shapes"][0]
+    t = _attr_src(ins, "target")
+    lines = []
+    if isinstance(ins.attrs["target"], _Name):  # labels given on each call: checked on each call
+        lines.append(f"{c}_t = _check_targets('cross_entropy_with_logits', {t}, {n}, {k})")
+        t = f"{c}_t"
+    return lines + [f"{o}_logp = {z} - {z}.max(axis=1, keepdims=True)",
+                    f"{o}_logp -= np.log(np.exp({o}_logp).sum(axis=1, keepdims=True))",
+                    f"{o} = np.asarray(-{o}_logp[{c}_rows, {t}].sum() / {n}, dtype={c}_dtype)"]
+
+
+def _lower_ce_vjp(ins, f):
+    g, d, c = ins.args[0], ins.out[0], f.ctx
+    n = f.how["shapes"][0][0]
+    t = f"{c}_t" if isinstance(f.attrs["target"], _Name) else _attr_src(f, "target")
+    return [f"_s = float({g}) / {n}", f"{d} = np.exp({f.out[0]}_logp)", f"{d} *= _s",
+            f"{d}[{c}_rows, {t}] -= _s"]
+
+
+def _lowerable(fn, tensors, attrs) -> bool:
+    """Whether ``fn`` on these inputs runs as its lowering (same dtypes; 2-D for matmul)."""
+    dts = {t.data.dtype for t in tensors}
+    if len(dts) != 1 or fn not in _LOWER:
+        return False
+    if fn is _ops.MatMul:
+        return all(t.data.ndim == 2 for t in tensors)
+    if fn is _ops.CrossEntropyWithLogits:
+        z = tensors[0].data
+        return z.ndim == 2 and z.shape[0] > 0 and not isinstance(attrs.get("target"), Tensor)
+    return True
+
+
+from . import ops as _ops  # noqa: E402
+
+_LOWER = {
+    _ops.MatMul: (_lower_matmul_fwd, _lower_matmul_vjp),
+    _ops.Add: (_lower_add_fwd, _lower_add_vjp),
+    _ops.ReLU: (_lower_relu_fwd, _lower_relu_vjp),
+    _ops.CrossEntropyWithLogits: (_lower_ce_fwd, _lower_ce_vjp),
+}
+
+_MISS = object()  # what the program returns when a guard fails
+
 _RUNTIME = {"_ndarray": np.ndarray, "_as_array": _as_array, "_grads": _grads,
-            "_tensor": lambda a: Tensor._make(a), "np": np}
+            "_tensor": lambda a: Tensor._make(a), "np": np, "_MISS": _MISS,
+            "_sum_to": _ops.sum_to, "_check_targets": _ops._check_targets,
+            "_st": _state, "_Tensor": Tensor}
 
 
 # ====================================================================== capture
@@ -435,7 +558,16 @@ class _Recorder:
                     self.keep.append(v)
         name = self._new("v")
         self.refs.setdefault(f"{fn.__name__}_fwd", fn.forward)
-        ins = Instr("op", (name,), args, fn=fn, ctx=ctx_name, attrs=kw)
+        how = {"shapes": tuple(t.data.shape for t in tensors), "out_shape": out.data.shape,
+               "out_ndim": out.data.ndim, "lower": _lowerable(fn, tensors, attrs)}
+        if how["lower"] and fn is _ops.CrossEntropyWithLogits:
+            z = tensors[0].data
+            self.refs[f"{ctx_name}_rows"] = np.arange(z.shape[0])
+            self.refs[f"{ctx_name}_dtype"] = z.dtype
+            if not isinstance(kw["target"], _Name):  # fixed labels: checked now, as eager did
+                self.refs[f"{ctx_name}_target"] = _ops._check_targets(
+                    "cross_entropy_with_logits", attrs["target"], *z.shape)
+        ins = Instr("op", (name,), args, fn=fn, ctx=ctx_name, attrs=kw, how=how)
         self.instrs.append(ins)
         self.sym[id(out)] = name
         self.keep.append(out)
@@ -576,7 +708,7 @@ def _describe_arg(a: Any) -> tuple:
         return ("array", a.shape, a.dtype.str)
     if a is None or isinstance(a, (bool, int, float, str)):
         return ("value", type(a).__name__, a)
-    return ("object", id(a))
+    return ("object", _Is(a))
 
 
 def _step_values(fn: Callable) -> dict[str, Any]:
@@ -659,6 +791,50 @@ class Capture:
 _MISSING = object()
 
 
+def _guard_source(cap: Capture, fn: Callable, refs: dict) -> tuple[str, dict]:
+    """The guards of ``cap`` as one Python condition over the step's arguments (and its refs)."""
+    conds = [f"_st.grad_enabled is {cap.grad_mode}", "not _st.hooks", "not _st.anomaly"]
+    env: dict[str, Any] = {}
+    for i, d in enumerate(cap.args):
+        a = f"a{i}"
+        if d[0] == "Tensor":
+            env[f"DT_a{i}"] = np.dtype(d[2])
+            conds.append(f"type({a}) is _Tensor and {a}.data.shape == {d[1]!r} and "
+                         f"{a}.data.dtype == DT_a{i} and {a}.requires_grad is {d[3]}")
+        elif d[0] == "array":
+            env[f"DT_a{i}"] = np.dtype(d[2])
+            conds.append(f"type({a}) is _ndarray and {a}.shape == {d[1]!r} and {a}.dtype == DT_a{i}")
+        elif d[0] == "value":
+            conds.append(f"type({a}) is {d[1]} and {a} == {d[2]!r}" if d[1] != "NoneType"
+                         else f"{a} is None")
+        else:
+            env[f"OBJ_a{i}"] = d[1].obj
+            conds.append(f"{a} is OBJ_a{i}")
+    for ref, (shape, dt, rg) in cap.tensors.items():
+        env[f"DT_{ref}"] = np.dtype(dt)
+        conds.append(f"{ref}.requires_grad is {rg} and {ref}.data.shape == {shape!r} and "
+                     f"{ref}.data.dtype == DT_{ref}")
+    if cap.values:
+        code = fn.__code__
+        cells = dict(zip(code.co_freevars, fn.__closure__ or ()))
+        env["_G"] = fn.__globals__
+        for k, (key, v) in enumerate(cap.values.items()):
+            kind, name = key.split(" ")[0], key.split(" ")[-1]
+            where = f"_G.get({name!r}, _MISS)" if kind == "global" else f"CELL{k}.cell_contents"
+            if kind != "global":
+                env[f"CELL{k}"] = cells[name]
+            if isinstance(v, _Is):
+                env[f"VAL{k}"] = v.obj
+                conds.append(f"{where} is VAL{k}")
+            else:
+                env[f"VAL{k}"] = v
+                conds.append(f"type({where}) is type(VAL{k}) and {where} == VAL{k}")
+    for k, (_, ok) in enumerate(cap.guards):
+        env[f"GUARD{k}"] = ok
+        conds.append(f"GUARD{k}()")
+    return "\n            and ".join(conds), env
+
+
 def _explain(d: tuple) -> str:
     if d[0] == "Tensor":
         return f"Tensor {d[1]} {np.dtype(d[2]).name}{' requiring grad' if d[3] else ''}"
@@ -690,7 +866,6 @@ class CompiledStep:
         self.captures: list[Capture] = []
         self._cache: list[Capture] = []
         self.eager = False
-        self.calls = 0
         self.__wrapped__ = fn
         self.__doc__ = getattr(fn, "__doc__", None)
 
@@ -706,7 +881,16 @@ class CompiledStep:
         return self.program.source()
 
     def __call__(self, *args):
-        self.calls += 1
+        cache = self._cache
+        if cache:
+            r = cache[0].run(*args)
+            if r is not _MISS:
+                return r
+        return self._slow(args)
+
+    def _slow(self, args: tuple):
+        if self.eager:
+            return self.fn(*args)
         if _state.hooks:
             raise CompileError("compile: an op hook is active (op_hook, count_ops, a memory "
                                "profiler, jvp); a compiled step runs no ops for it to see. Call "
@@ -714,15 +898,15 @@ class CompiledStep:
         if _state.anomaly:
             raise CompileError("compile: anomaly mode (detect_anomaly) checks every op of an "
                                "eager run; call the step itself (compiled.__wrapped__) to use it.")
-        if self.eager:
-            return self.fn(*args)
         reasons = []
         for k, cap in enumerate(self._cache):
             why = cap.check(self.fn, args, cap.program.refs)
             if why is None:
-                if k:
+                r = cap.run(*args)
+                if r is not _MISS:
                     self._cache.insert(0, self._cache.pop(k))
-                return cap.run(*args)
+                    return r
+                why = "a guard failed"
             reasons.append(why)
         # the most telling reason: a program made for these arguments whose other guard failed
         reason = next((r for r in reasons if not r.startswith("argument")),
@@ -777,6 +961,7 @@ class CompiledStep:
         cap = Capture(reason, prog, [], [_describe_arg(a) for a in args], grad_mode,
                       {ref: (t.data.shape, t.data.dtype.str, t.requires_grad)
                        for ref, t in rec.tensors.items()}, values, rec.guards)
+        prog.guard, prog.guard_refs = _guard_source(cap, self.fn, rec.refs)
         cap.run = prog.build()
         self.captures.append(cap)
         self._cache.insert(0, cap)
