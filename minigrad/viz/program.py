@@ -47,7 +47,11 @@ def _label(ins) -> str:
 
 
 def draw_program(program, title: str | None = None, show_inputs: bool = True) -> Graph:
-    """A Graphviz drawing of a :class:`~minigrad.compiling.Program` (``compiled.program``)."""
+    """A Graphviz drawing of a :class:`~minigrad.compiling.Program` (``compiled.program``).
+
+    ``show_inputs=False`` leaves out the lines that read inputs, parameters and data,
+    and ``zero_grad``'s, so that the forward, backward and update lines stand out.
+    """
     g = Graph(graph_attr={"rankdir": "TB", "fontname": "Helvetica", "fontsize": "11"},
               node_attr={"fontname": "Helvetica", "fontsize": "10"},
               edge_attr={"arrowsize": "0.6"})
@@ -59,7 +63,7 @@ def draw_program(program, title: str | None = None, show_inputs: bool = True) ->
     grads: list[str] = []
     for k, ins in enumerate(program.instrs):
         phase = _PHASE[ins.kind]
-        if phase == "input" and not show_inputs:
+        if not show_inputs and (phase == "input" or ins.kind == "zero"):
             continue
         node = f"i{k}"
         shape = "box" if phase == "input" else ("note" if ins.kind == "step" else "ellipse")
