@@ -46,9 +46,8 @@ import numpy as np
 from . import capture as _capture
 from . import function as _function
 from . import tensor as _tensor
-from .function import AccumulateGrad, Context, _state, _user_frame
+from .function import Context, _state, _user_frame
 from .hooks import op_hook
-from .optim import Optimizer
 from .tensor import Tensor
 
 __all__ = ["compile", "CompiledStep", "Program", "Instr", "GraphBreak", "CompileError"]
@@ -163,9 +162,10 @@ class Program:
         refs = dict(self.refs)
         out = []
         for ins in self.instrs:
-            if ins.kind == "op" and ins.ctx not in vjp_ctx and ins.args and all(a in consts for a in ins.args):
-                value = np.asarray(ins.fn.forward(Context(ins.fn, (False,) * len(ins.args)),
-                                                  *(consts[a] for a in ins.args), **ins.attrs))
+            foldable = ins.kind == "op" and ins.ctx not in vjp_ctx and bool(ins.args)
+            if foldable and all(a in consts for a in ins.args):
+                ctx = Context(ins.fn, (False,) * len(ins.args))
+                value = np.asarray(ins.fn.forward(ctx, *(consts[a] for a in ins.args), **ins.attrs))
                 name = f"K_{ins.out[0]}"
                 refs[name] = consts[ins.out[0]] = value
                 out.append(Instr("const", ins.out, ref=name))
@@ -683,7 +683,7 @@ class _Recorder:
             self.instrs.append(Instr("random", (name,), ref=self._ref(redraw, "R")))
             self.sym[id(mask)] = name
             self.keep.append(mask)
-            self.guards.append((f"a dropout layer's p or training mode changed", guard))
+            self.guards.append(("a dropout layer's p or training mode changed", guard))
 
     def wrap(self, source, like=None):
         t = _plain_as_tensor(source, like)

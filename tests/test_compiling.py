@@ -1,4 +1,4 @@
-"""minigrad.compile: a whole step as one program, equal to eager after every call; guards, breaks, refusals."""
+"""minigrad.compile: a whole step as one program, equal to eager after each call; guards, breaks, refusals."""
 
 import warnings
 
@@ -147,7 +147,7 @@ def test_inputs_given_each_call_are_read_each_call(rng):
         return step
 
     eager, compiled = make(m1, o1), mg.compile(make(m2, o2))
-    for k in range(5):
+    for _ in range(5):
         x = rng.standard_normal((5, 6))
         y = rng.integers(0, 3, size=5)
         a = eager(x, y)                  # an array input
@@ -423,4 +423,74 @@ def test_bad_arguments_are_clear_errors():
     with pytest.raises(ValueError, match="on_break must be 'error' or 'eager'"):
         mg.compile(lambda: None, on_break="skip")
     with pytest.raises(RuntimeError, match="nothing captured yet"):
-        mg.compile(lambda: None).code
+        _ = mg.compile(lambda: None).code
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("shapes", [((4, 3), (3,)), ((4, 3), (4, 3)), ((4, 1), (1, 3)), ((2, 4, 3), (3,))])
+def test_each_written_out_op_computes_what_the_op_computes(shapes, dtype):
+    """add, matmul, relu and the fused loss run as NumPy lines in the program: the same bits as the ops."""
+    rng = np.random.default_rng(1)
+    sa, sb = shapes
+    a0, b0 = rng.standard_normal(sa).astype(dtype), rng.standard_normal(sb).astype(dtype)
+    w0 = rng.standard_normal((3, 5)).astype(dtype)
+    labels = rng.integers(0, 5, size=int(np.prod((np.broadcast_shapes(sa, sb))[:-1])))
+
+    def make():
+        a, b, w = (Tensor(v, requires_grad=True, dtype=dtype) for v in (a0, b0, w0))
+
+        def step(y):
+            for t in (a, b, w):
+                t.grad = None
+            h = (a + b).relu()
+            z = h.reshape(-1, 3) @ w
+            loss = z.cross_entropy_with_logits(y) + z.cross_entropy_with_logits(labels)
+            loss.backward()
+            return loss
+        return (a, b, w), step
+
+    (ea, eb, ew), eager = make()
+    (ca, cb, cw), step = make()
+    compiled = mg.compile(step)
+    for _ in range(3):
+        y = rng.integers(0, 5, size=labels.size)
+        le, lc = eager(y), compiled(y)
+        np.testing.assert_array_equal(le.data, lc.data)
+        for e, c in ((ea, ca), (eb, cb), (ew, cw)):
+            np.testing.assert_array_equal(e.grad, c.grad)
+            assert e.grad.dtype == c.grad.dtype
+    code = compiled.code
+    assert "np.maximum(" in code and "_check_targets(" in code and "Add_fwd" not in code
+
+
+def test_labels_given_each_call_are_checked_each_call():
+    w = Tensor(np.zeros((3, 4)), requires_grad=True)
+
+    def step(y):
+        w.grad = None
+        (Tensor(np.ones((2, 3))) @ w).cross_entropy_with_logits(y).backward()
+
+    compiled = mg.compile(step)
+    compiled(np.array([0, 3]))
+    compiled(np.array([1, 2]))
+    with pytest.raises(ValueError, match=r"targets must lie in \[0, 3\]"):
+        compiled(np.array([1, 4]))
+    with pytest.raises(ValueError, match=r"targets must lie in \[0, 3\]"):
+        compiled(np.array([-1, 0]))   # a negative label would index from the end: refused, as eager does
+
+
+def test_the_drawing_reads_the_program_and_is_deterministic():
+    from minigrad.viz import draw_program
+
+    def run():
+        _, _, step = make_setup(mg.optim.SGD, np.float64, lr=0.1)
+        compiled = mg.compile(step)
+        compiled()
+        return draw_program(compiled.program, title="t"), compiled
+
+    (g1, c1), (g2, _) = run(), run()
+    assert g1.source == g2.source
+    src = g1.source
+    assert 'label="SGD.step' in src and "style=dashed" in src and "matmul_vjp" in src
+    small = draw_program(c1.program, show_inputs=False).source
+    assert "parameter" not in small and ".grad = None" not in small and ".grad = g" in small

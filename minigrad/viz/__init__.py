@@ -20,7 +20,8 @@ __all__ = ["INSTALL_HINT", "Graph", "GraphvizNotFound", "draw_graph", "draw_stat
            "plot_curves", "plot_images", "plot_confusion", "draw_fields", "plot_saved",
            "plot_jacobian", "plot_scaling", "backward_steps", "BackwardSteps", "Step",
            "plot_grad_flow", "plot_activation_scale", "plot_histograms", "plot_update_ratios",
-           "plot_memory_timeline", "MEMORY_COLORS", "draw_program", "PHASE_COLORS", "style", "use_style", "distinguish", "OKABE_ITO",
+           "plot_memory_timeline", "MEMORY_COLORS", "draw_program", "PHASE_COLORS", "style",
+           "use_style", "distinguish", "OKABE_ITO",
            "LINESTYLES",
            "MARKERS", "HATCHES"]
 
