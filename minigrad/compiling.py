@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import builtins
 import dataclasses
+import threading
 import warnings
 from collections.abc import Callable
 from typing import Any
@@ -476,6 +477,7 @@ class _Recorder:
             elif isinstance(a, np.ndarray):
                 self.array_inputs[id(a)] = i
         self.on_break = on_break
+        self.thread = threading.get_ident()
 
     def _new(self, prefix: str) -> str:
         self.n += 1
@@ -667,6 +669,8 @@ class _Recorder:
                 self.instrs.append(Instr("inplace", (), (target, v), fn=op))
 
     def observe(self, kind, *args):
+        if threading.get_ident() != self.thread:  # another thread's optimizer or dropout
+            return
         if kind == "step":
             opt, live = args
             ref = self._ref(opt, "O")
@@ -861,6 +865,7 @@ class CompiledStep:
             raise ValueError(f"compile: on_break must be 'error' or 'eager', got {on_break!r}")
         self.fn = fn
         self.on_break = on_break
+        self.thread = threading.get_ident()
         self.optimize = optimize
         self.cache_size = cache_size
         self.captures: list[Capture] = []

@@ -37,6 +37,7 @@ A trace never replays something other than what eager would do:
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -217,6 +218,7 @@ def trace(fn: Callable[..., Any], *example_inputs: Any) -> StaticGraph:
     log: list = []
     pending: list = []  # the tensor an in-place op that records a node is changing
     shape_reads: list[str] = []
+    me = threading.get_ident()
 
     def record(event, op, tensors, out, attrs):
         if event == "forward":
@@ -231,6 +233,8 @@ def trace(fn: Callable[..., Any], *example_inputs: Any) -> StaticGraph:
             raise _refuse("reuses kept outputs (a selective recomputation)")
 
     def observe(kind, *args):
+        if threading.get_ident() != me:  # another thread's optimizer or dropout
+            return
         if kind == "step":
             raise _refuse(f"calls {type(args[0]).__name__}.step()")
         if kind == "random":
