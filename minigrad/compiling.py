@@ -160,10 +160,12 @@ class Program:
         """Compute once, now, every op whose inputs are all constants and that no VJP needs."""
         consts = {i.out[0]: self.refs[i.ref] for i in self.instrs if i.kind == "const"}
         vjp_ctx = {i.ctx for i in self.instrs if i.kind == "vjp"}
+        vjp_ctx |= {f"out:{n}" for n in _changed_in_place(self.instrs)}
         refs = dict(self.refs)
         out = []
         for ins in self.instrs:
-            foldable = ins.kind == "op" and ins.ctx not in vjp_ctx and bool(ins.args)
+            foldable = ins.kind == "op" and ins.ctx not in vjp_ctx and bool(ins.args) \
+                and f"out:{ins.out[0]}" not in vjp_ctx  # a value changed in place is made afresh
             if foldable and all(a in consts for a in ins.args):
                 ctx = Context(ins.fn, (False,) * len(ins.args))
                 value = np.asarray(ins.fn.forward(ctx, *(consts[a] for a in ins.args), **ins.attrs))
@@ -177,6 +179,7 @@ class Program:
     def eliminate_common_subexpressions(self) -> Program:
         """Two ops with the same op, inputs and attributes (and no VJP): keep the first."""
         vjp_ctx = {i.ctx for i in self.instrs if i.kind == "vjp"}
+        changed = _changed_in_place(self.instrs)
         seen: dict[Any, str] = {}
         rename: dict[str, str] = {}
         out = []
@@ -191,7 +194,7 @@ class Program:
                     rename[ins.out[0]] = seen[key]
                     continue
                 seen[key] = ins.out[0]
-            if ins.kind == "op" and ins.ctx not in vjp_ctx:
+            if ins.kind == "op" and ins.ctx not in vjp_ctx and ins.out[0] not in changed:
                 key = (ins.fn, ins.args, _freeze(ins.attrs))
                 if key in seen:
                     rename[ins.out[0]] = seen[key]
@@ -202,6 +205,11 @@ class Program:
 
     def optimize(self) -> Program:
         return self.fold_constants().eliminate_common_subexpressions().eliminate_dead_code()
+
+
+def _changed_in_place(instrs: list[Instr]) -> set[str]:
+    """The names an in-place instruction writes into: their values are never shared or folded."""
+    return {i.args[0] for i in instrs if i.kind == "inplace"}
 
 
 def _freeze(v: Any) -> Any:

@@ -494,3 +494,23 @@ def test_the_drawing_reads_the_program_and_is_deterministic():
     assert 'label="SGD.step' in src and "style=dashed" in src and "matmul_vjp" in src
     small = draw_program(c1.program, show_inputs=False).source
     assert "parameter" not in small and ".grad = None" not in small and ".grad = g" in small
+
+
+def test_passes_never_share_or_fold_a_value_that_is_changed_in_place(rng):
+    x = Tensor(rng.standard_normal(3))
+    w = Tensor(np.ones(3), requires_grad=True)
+
+    def step():
+        w.grad = None
+        a = x * 2.0
+        b = x * 2.0                 # equal to a, but a is changed below: not merged
+        a.add_(1.0)
+        c = mg.maximum(0.5, 2.0)    # constants only, but changed below: made on every call
+        c.add_(1.0)
+        loss = ((a + b) * w).sum() * c
+        loss.backward()
+        return loss
+
+    compiled = mg.compile(step)
+    for _ in range(3):
+        np.testing.assert_array_equal(compiled().data, step().data)
