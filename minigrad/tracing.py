@@ -140,7 +140,7 @@ class StaticGraph:
         Slots keep their numbers, so the pruned graph's listing lines up with the
         original's. A static graph can do this because it sees the whole program.
         """
-        live = set(self.outputs)
+        live = set(self.outputs) | set(self.mutated.values())  # an input's final value is an effect
         kept: list[Node] = []
         for n in reversed(self.nodes):
             if n.out in live:

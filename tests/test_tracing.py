@@ -272,3 +272,14 @@ def test_tracing_puts_the_tensor_attributes_back():
     assert {k: Tensor.__dict__[k] for k in plain} == plain
     from minigrad import capture
     assert capture.observers == []
+
+
+def test_pruning_and_the_passes_keep_an_input_changed_in_place():
+    def f(x):
+        x.mul_(3.0)
+        return x.sum() * 0.0 + 1.0
+
+    g = mg.passes.optimize(mg.trace(f, np.ones(2)))
+    x = Tensor(np.array([1.0, 2.0]))
+    np.testing.assert_array_equal(g(x).data, 1.0)
+    np.testing.assert_array_equal(x.data, [3.0, 6.0])   # eager multiplies the input too
