@@ -34,7 +34,8 @@ SIZES = {
     "large": (512, (784, 1024, 10), True),
 }
 
-IMPLS = ("numpy-f64", "minigrad-f64", "torch-f64", "numpy-f32", "minigrad-f32", "torch-f32")
+IMPLS = ("numpy-f64", "minigrad-f64", "compiled-f64", "torch-f64",
+         "numpy-f32", "minigrad-f32", "compiled-f32", "torch-f32")
 
 
 def torch_available() -> bool:
@@ -106,6 +107,65 @@ def _minigrad(size: str, dtype):
     return step, first
 
 
+# ---------------------------------------------------------- minigrad.compile
+
+def _compiled(size: str, dtype):
+    """The minigrad step under ``minigrad.compile``, captured by a first call before timing."""
+    import minigrad as mg
+
+    step, first = _minigrad(size, dtype)
+    compiled = mg.compile(step)
+    compiled()  # the capture (an eager step): timed separately, by capture_time()
+    return compiled, _compiled_first(size, dtype)
+
+
+def _compiled_first(size: str, dtype):
+    """Loss and gradients of the first step as a compiled program computes them (no update)."""
+    import minigrad as mg
+
+    def first():
+        x, y, (w1, b1, w2, b2) = problem(size, dtype)
+        _, (d, h, c), bias = SIZES[size]
+        model = mg.nn.MLP([d, h, c], bias=bias, dtype=dtype)
+        first_layer, last_layer = model[0], model[2]
+        xt = mg.Tensor(x, dtype=dtype)
+        params = [(first_layer, "weight", w1), (last_layer, "weight", w2)]
+        if bias:
+            params += [(first_layer, "bias", b1), (last_layer, "bias", b2)]
+
+        for layer, name, value in params:
+            setattr(layer, name, mg.Tensor(value, requires_grad=True, dtype=dtype))
+
+        def grads_step():
+            model.zero_grad()
+            loss = model(xt).cross_entropy_with_logits(y)
+            loss.backward()
+            return loss
+
+        compiled = mg.compile(grads_step)
+        compiled()             # the capture
+        loss = compiled()      # the program
+        assert compiled.program is not None and len(compiled.captures) == 1
+        grads = [first_layer.weight.grad, first_layer.bias.grad if bias else None,
+                 last_layer.weight.grad, last_layer.bias.grad if bias else None]
+        return loss.item(), grads
+
+    return first
+
+
+def capture_time(size: str, dtype=np.float64) -> float:
+    """Seconds of the first call of a compiled step (an eager step recorded and turned into code)."""
+    import time
+
+    import minigrad as mg
+
+    step, _ = _minigrad(size, dtype)
+    compiled = mg.compile(step)
+    t = time.perf_counter()
+    compiled()
+    return time.perf_counter() - t
+
+
 # ------------------------------------------------------------------ torch
 
 def _torch(size: str, dtype):
@@ -147,7 +207,7 @@ def _torch(size: str, dtype):
     return step, first
 
 
-_BUILDERS = {"numpy": _numpy, "minigrad": _minigrad, "torch": _torch}
+_BUILDERS = {"numpy": _numpy, "minigrad": _minigrad, "compiled": _compiled, "torch": _torch}
 
 
 def make_step(impl: str, size: str):

@@ -40,6 +40,7 @@ REACH = {
     "large": 1.05,
     "f32 large": 0.6,  # minigrad-f32 / numpy-f64
     "chain seconds": 2.0,  # backward through 100k ops
+    "compiled": 1.0,   # compiled-f64 / numpy-f64, tiny and small (minigrad.compile)
 }
 
 
@@ -174,6 +175,11 @@ def reach_rows(stats, chain, has_torch) -> list[tuple[str, str, str, str]]:
         p = ratio(stats, size, "minigrad-f64", key="p10")
         rows.append((f"{size}: minigrad f64 / NumPy f64", f"≤ {REACH[size]}",
                      f"{r:.2f} (p10 {p:.2f})", "met" if r <= REACH[size] else "missed"))
+    for size in ("tiny", "small"):
+        r = ratio(stats, size, "compiled-f64")
+        p = ratio(stats, size, "compiled-f64", key="p10")
+        rows.append((f"{size}: compiled f64 / NumPy f64", f"≤ {REACH['compiled']}",
+                     f"{r:.2f} (p10 {p:.2f})", "met" if r <= REACH["compiled"] else "missed"))
     r = ratio(stats, "large", "minigrad-f32")
     p = ratio(stats, "large", "minigrad-f32", key="p10")
     rows.append(("large: minigrad f32 / NumPy f64", f"≤ {REACH['f32 large']}",

@@ -64,3 +64,5 @@ def __getattr__(name):
     if name in _LAZY:
         return _importlib.import_module(f".{name}", __name__)
     raise AttributeError(f"module 'minigrad' has no attribute {name!r}")
+
+from .compiling import compile as compile  # noqa: E402,A001 (minigrad.compile, as torch.compile)

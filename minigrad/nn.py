@@ -15,6 +15,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from . import capture as _capture
 from . import random as _random
 from .tensor import Tensor
 
@@ -357,7 +358,7 @@ class Linear(Module):
         self.bias = Tensor(np.zeros(out_features), requires_grad=True, dtype=dtype) if bias else None
 
     def forward(self, x: Tensor) -> Tensor:
-        shape = x.data.shape if isinstance(x, Tensor) else np.shape(x)
+        shape = x.shape if isinstance(x, Tensor) else np.shape(x)
         if not shape or shape[-1] != self.in_features:
             raise ValueError(f"{self!r}: expected an input whose last dimension is "
                              f"{self.in_features}, got shape {tuple(shape)}")
@@ -419,9 +420,18 @@ class Dropout(Module):
     def forward(self, x: Tensor) -> Tensor:
         if not self.training or self.p == 0.0:
             return x
+        mask = Tensor._make(self._draw(x.shape, x.dtype))
+        if _capture.observers:  # a recording compile draws a fresh mask on every call
+            p, training, shape, dtype = self.p, self.training, x.shape, x.dtype
+            _capture.notify("random", mask, lambda: self._draw(shape, dtype),
+                            lambda: self.p == p and self.training == training)
+        return x * mask
+
+    def _draw(self, shape: tuple, dtype) -> np.ndarray:
+        """A mask of 0 and 1/(1-p), each entry kept with probability 1 - p, in ``dtype``."""
         gen = self.generator or _random.default_generator()
-        keep = gen.random(x.shape) >= self.p
-        return x * (keep / (1.0 - self.p))
+        mask = (gen.random(shape) >= self.p) / (1.0 - self.p)
+        return mask if mask.dtype == dtype else mask.astype(dtype)
 
     def __repr__(self) -> str:
         return f"Dropout(p={self.p})"

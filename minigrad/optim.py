@@ -33,6 +33,7 @@ from collections.abc import Callable, Iterable, Mapping
 
 import numpy as np
 
+from . import capture as _capture
 from .tensor import Tensor
 
 __all__ = ["Optimizer", "SGD", "Adam"]
@@ -148,6 +149,16 @@ class Optimizer:
                 if s is not None and not self._state_fits(s, p.data.shape):
                     self._check_state(f"{name}.step", i, p, s)  # raises, saying what is wrong
                 live.append((i, p))
+        if _capture.observers:  # a recording trace or compile sees the update (or refuses it)
+            _capture.notify("step", self, live)
+        self._apply(live)
+
+    def _apply(self, live: list) -> None:
+        """The update itself, once the checks passed: ``live`` is ``[(index, parameter), ...]``.
+
+        A compiled step (``minigrad.compile``) calls this directly: its program
+        already knows which parameters have a gradient of the right shape.
+        """
         self.steps += 1
         for i, p in live:
             self._update(i, p)

@@ -11,6 +11,7 @@ from .graph import INSTALL_HINT, Graph, GraphvizNotFound, draw_graph, draw_stati
 from .jacobian import plot_jacobian, plot_scaling
 from .memory import MEMORY_COLORS, plot_memory_timeline
 from .plots import plot_curves
+from .program import PHASE_COLORS, draw_program
 from .saved import draw_fields, plot_saved
 from .steps import BackwardSteps, Step, backward_steps
 from .style import HATCHES, LINESTYLES, MARKERS, OKABE_ITO, distinguish, use_style
@@ -19,7 +20,8 @@ __all__ = ["INSTALL_HINT", "Graph", "GraphvizNotFound", "draw_graph", "draw_stat
            "plot_curves", "plot_images", "plot_confusion", "draw_fields", "plot_saved",
            "plot_jacobian", "plot_scaling", "backward_steps", "BackwardSteps", "Step",
            "plot_grad_flow", "plot_activation_scale", "plot_histograms", "plot_update_ratios",
-           "plot_memory_timeline", "MEMORY_COLORS", "style", "use_style", "distinguish", "OKABE_ITO",
+           "plot_memory_timeline", "MEMORY_COLORS", "draw_program", "PHASE_COLORS", "style",
+           "use_style", "distinguish", "OKABE_ITO",
            "LINESTYLES",
            "MARKERS", "HATCHES"]
 

@@ -286,7 +286,7 @@ def draw_static(graph, title: str | None = None) -> Graph:
     """A Graphviz drawing of a traced :class:`~minigrad.tracing.StaticGraph`, in recorded order:
     inputs, constants, captured tensors and ops.
 
-    Values read into Python while tracing get a dashed edge to a note.
+    Values read into Python while tracing (.item(), .data, a comparison) get a dashed edge to a note.
     """
     g = Graph(graph_attr={"rankdir": "LR", "fontname": "Helvetica", "fontsize": "11"},
               node_attr={"fontname": "Helvetica", "fontsize": "10"},
@@ -307,7 +307,7 @@ def draw_static(graph, title: str | None = None) -> Graph:
         for a in n.args:
             g.edge(f"v{a}", f"v{n.out}")
     for k, r in enumerate(graph.reads):
-        g.node(f"py{k}", "read into Python\n(.item)", shape="note", style="filled",
+        g.node(f"py{k}", "read into Python", shape="note", style="filled",
                fillcolor="#f4f4f4")
         g.edge(f"v{r}", f"py{k}", style="dashed")
     return g

@@ -159,3 +159,127 @@ def test_replayed_gradients_match_pytorch(rng):
     (((theirs[0] @ theirs[1]).tanh() * 0.5 + 1.0) @ theirs[2]).relu().sum().backward()
     for a, b in zip(ours, theirs):
         np.testing.assert_allclose(a.grad, b.grad.numpy(), rtol=1e-12, atol=1e-12)
+
+
+# ------------------------------------------- what a replay must not get wrong (issue 21)
+
+def test_an_in_place_op_on_an_input_that_needs_no_grad_is_replayed():
+    def f(x):
+        x.add_(1.0)
+        return x * 2.0
+
+    g = mg.trace(f, np.zeros(3))
+    x = Tensor(np.zeros(3))
+    np.testing.assert_array_equal(g(x).data, [2.0, 2.0, 2.0])   # eager gives [2, 2, 2]
+    np.testing.assert_array_equal(x.data, [1.0, 1.0, 1.0])      # and changes its input, as eager
+    assert [n.name for n in g.nodes] == ["add", "mul"]
+    assert "in0 is changed in place" in repr(g)
+
+
+def test_setitem_and_an_in_place_op_on_an_intermediate_are_replayed():
+    def f(x):
+        y = x * 1.0
+        y[0] = 5.0
+        y.mul_(x)
+        return y
+
+    g = mg.trace(f, np.ones(3))
+    x = np.array([2.0, 3.0, 4.0])
+    np.testing.assert_array_equal(g(x).data, f(Tensor(x)).data)
+    np.testing.assert_array_equal(g(x).data, [10.0, 9.0, 16.0])
+
+
+def test_an_in_place_op_recorded_in_the_graph_is_what_the_output_holds(rng):
+    w = rng.standard_normal(3)
+    f = lambda x: (x * 2.0).add_(1.0)
+    g = mg.trace(f, Tensor(w, requires_grad=True))
+    a, b = Tensor(w, requires_grad=True), Tensor(w, requires_grad=True)
+    np.testing.assert_array_equal(g(a).data, 2 * w + 1)
+    g(a).sum().backward()
+    f(b).sum().backward()
+    np.testing.assert_array_equal(a.grad, b.grad)
+
+
+def test_changing_a_constant_in_place_is_refused():
+    buf = Tensor(np.zeros(3))
+    with pytest.raises(RuntimeError, match="not an input and not computed by the function"):
+        mg.trace(lambda x: x + buf.add_(1.0), np.zeros(3))
+
+
+def test_a_shape_read_into_python_guards_the_input_shapes():
+    g = mg.trace(lambda x: x.sum() / x.shape[0], np.ones(4))
+    assert g(np.ones(4)).item() == 1.0
+    assert g(2 * np.ones(4)).item() == 2.0
+    with pytest.raises(ValueError, match=r"traced on input shapes \[\(4,\)\], called on \[\(8,\)\]"):
+        g(np.ones(8))   # today's main answered 2.0; eager (and torch.jit.trace) give 1.0
+    h = mg.trace(lambda x: x.sum() / len(x), np.ones(4))
+    with pytest.raises(ValueError, match="read a shape into Python"):
+        h(np.ones(8))
+    free = mg.trace(lambda x: x.mean(), np.ones(4))   # no shape read: any shape replays
+    assert free(np.ones(8)).item() == 1.0 and free.shape_reads == []
+
+
+def test_dropout_is_refused_rather_than_frozen():
+    drop = mg.nn.Dropout(0.5)
+    refused = r"(?s)draws random numbers \(dropout\).*same units.*minigrad\.compile"
+    with pytest.raises(RuntimeError, match=refused):
+        mg.trace(lambda x: drop(x) * 1.0, np.ones((4, 4)))
+    drop.eval()   # in eval mode dropout draws nothing and is the identity
+    g = mg.trace(lambda x: drop(x) * 1.0, np.ones((4, 4)))
+    np.testing.assert_array_equal(g(np.full((4, 4), 3.0)).data, np.full((4, 4), 3.0))
+
+
+@pytest.mark.parametrize("call", ["backward", "grad", "step"])
+def test_a_training_step_is_refused_and_points_to_compile(call, rng):
+    w = Tensor(rng.standard_normal((3, 2)), requires_grad=True)
+    opt = mg.optim.SGD([w], lr=0.1)
+    before = w.data.copy()
+
+    def f(x):
+        loss = (x @ w).sum()
+        if call == "backward":
+            loss.backward()
+        elif call == "grad":
+            mg.grad(loss, w)
+        else:
+            w.grad = np.ones_like(w.data)
+            opt.step()
+        return loss
+
+    with pytest.raises(RuntimeError, match=r"minigrad\.compile\(step\)") as e:
+        mg.trace(f, rng.standard_normal((4, 3)))
+    assert {"backward": "backward pass", "grad": "backward pass", "step": "SGD.step()"}[call] in str(e.value)
+    np.testing.assert_array_equal(w.data, before)   # refused before anything changed
+
+
+def test_reads_list_data_and_truth_values_read_in_the_function():
+    def f(x):
+        s = x.sum()
+        if s:                     # bool(t): a value left the graph
+            pass
+        _ = x.data.max()          # so did this
+        return s * 1.0
+
+    g = mg.trace(f, np.ones(2))
+    assert g.reads == [1, 0]
+    assert "in0 was read into Python" in repr(g) and "v1 was read into Python" in repr(g)
+
+
+def test_tracing_puts_the_tensor_attributes_back():
+    plain = {k: Tensor.__dict__[k] for k in ("data", "grad", "shape", "__bool__", "_inplace")}
+    with pytest.raises(RuntimeError):
+        mg.trace(lambda x: mg.nn.Dropout(0.5)(x), np.ones(2))
+    assert {k: Tensor.__dict__[k] for k in plain} == plain
+    from minigrad import capture
+    assert capture.observers == []
+
+
+def test_pruning_and_the_passes_keep_an_input_changed_in_place():
+    def f(x):
+        x.mul_(3.0)
+        return x.sum() * 0.0 + 1.0
+
+    g = mg.passes.optimize(mg.trace(f, np.ones(2)))
+    x = Tensor(np.array([1.0, 2.0]))
+    np.testing.assert_array_equal(g(x).data, 1.0)
+    np.testing.assert_array_equal(x.data, [3.0, 6.0])   # eager multiplies the input too
