@@ -14,7 +14,8 @@ no_grad; anomaly mode) and ``engine`` (backward and grad). Around it:
 (forward mode: jvp, jacfwd), ``hessians`` (Hessian-vector products), ``nn`` and
 ``optim`` (layers and optimizers), ``data`` (the digits dataset, splits,
 mini-batches), ``metrics`` (accuracy, confusion matrix), ``tracing`` (static
-graphs) and ``passes`` (rewriting them), ``hooks`` (watch or count every op),
+graphs) and ``passes`` (rewriting them), ``compiling`` (a whole training step
+captured as one NumPy program), ``hooks`` (watch or count every op),
 ``inspect`` (what a graph saves), ``serialization`` (save and load without
 pickle), ``memory`` (measured memory by category),
 ``flow`` (gradient flow), ``checkpointing`` (recompute activations in backward)
@@ -29,6 +30,7 @@ import importlib as _importlib
 from .tensor import Tensor, as_tensor  # noqa: I001
 
 from . import data, flow, memory, metrics, nn, optim, passes, random, reference
+from .compiling import compile  # noqa: A004 (minigrad.compile, as torch.compile)
 from .checkpointing import Plan, checkpoint, checkpoint_sequential, plan_segments, sqrt_plan, uniform_plan
 from .engine import backward, grad, topological_order
 from .forward import jacfwd, jvp
@@ -54,7 +56,7 @@ __all__ = ["Tensor", "as_tensor", "Function", "Context", "backward", "grad",
            "flow", "layer_norm", "batch_norm", "hvp", "hessian", "passes",
            "memory", "checkpoint", "checkpoint_sequential", "Plan", "plan_segments", "sqrt_plan",
            "uniform_plan", "count_ops", "op_hook", "where", "maximum", "minimum", "stack",
-           "concatenate", "cat", "save", "load"]
+           "concatenate", "cat", "save", "load", "compile"]
 
 
 _LAZY = {"viz"}  # imports matplotlib and graphviz: only when asked for
@@ -65,4 +67,3 @@ def __getattr__(name):
         return _importlib.import_module(f".{name}", __name__)
     raise AttributeError(f"module 'minigrad' has no attribute {name!r}")
 
-from .compiling import compile as compile  # noqa: E402,A001 (minigrad.compile, as torch.compile)

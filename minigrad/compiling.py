@@ -342,10 +342,7 @@ class _Name:
 
 def _as_array(ctx, raw):
     """What ``Function.apply`` does with a NumPy scalar result: an array, also in ``ctx.saved``."""
-    data = np.asarray(raw)
-    if ctx.saved:
-        ctx.saved = tuple(data if v is raw else v for v in ctx.saved)
-    return data
+    return _function._as_output(ctx, raw)
 
 
 def _grads(r, n: int) -> tuple:

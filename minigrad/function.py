@@ -731,8 +731,11 @@ def _apply_observed(cls: type[Function], inputs: tuple, attrs: dict):
     if not all(isinstance(t, Tensor) for t in inputs):  # observers are shown Tensors only
         like = next((t for t in inputs if isinstance(t, Tensor)), None)
         dt = like.data.dtype if like is not None else np.float64
-        inputs = tuple(t if isinstance(t, Tensor) else _make_tensor(_constant(cls.name, t, dt))
-                       for t in inputs)
+        for t in inputs:
+            if not isinstance(t, Tensor):
+                _constant(cls.name, t, dt)  # a clear error, naming the op, for a non-number
+        # as_tensor is looked up here, so that a recorder (minigrad.compile) may see constants made
+        inputs = tuple(t if isinstance(t, Tensor) else as_tensor(t, like=like) for t in inputs)
     kept = next(state.reuse, None) if state.reuse is not None else None
     out, ctx = _apply(cls, inputs, attrs, kept)
     for hook in state.hooks:  # observers: trace, jvp, the memory profiler, count_ops
@@ -802,6 +805,6 @@ def _check_view_input(ctx: Context, t) -> None:
 
 # The core's one import cycle, closed here where a reader sees it: Function.apply makes
 # Tensors, and tensor.py (which imports this module first) is complete by the time any op runs.
-from .tensor import Tensor  # noqa: E402
+from .tensor import Tensor, as_tensor  # noqa: E402
 
 _make_tensor = Tensor._make
