@@ -149,7 +149,7 @@ def _walk(order: list, seeds: dict, wanted: dict | None, retain_graph: bool,
     """
     pending = dict(seeds)
     owned: set = set()  # nodes whose pending gradient is a sum this walk made (safe to add into)
-    found = []
+    found: list = []
     observed = _state.observed
     for node in reversed(order):
         g = pending.pop(node, None)
@@ -158,10 +158,7 @@ def _walk(order: list, seeds: dict, wanted: dict | None, retain_graph: bool,
         if node._hooks:
             g = _run_hooks(node, g)
         if type(node) is AccumulateGrad:  # a leaf: its gradient goes to .grad at the end
-            if wanted is None or node in wanted:
-                found.append((node.variable if wanted is None else wanted[node], g))
-            if observed:
-                _observe(node, "accumulate", (), g)
+            _reach_leaf(node, g, wanted, found, observed)
             continue
         if wanted is None:
             if node._retain and node._out() is not None:
@@ -175,6 +172,16 @@ def _walk(order: list, seeds: dict, wanted: dict | None, retain_graph: bool,
         if not retain_graph:
             node.release()
     return found
+
+
+def _reach_leaf(node, g: Any, wanted: dict | None, found: list, observed: bool) -> None:
+    """A leaf's gradient is complete: keep it for ``.grad`` (or for ``grad()``)."""
+    if wanted is None:
+        found.append((node.variable, g))
+    elif node in wanted:
+        found.append((wanted[node], g))
+    if observed:
+        _observe(node, "accumulate", (), g)
 
 
 def _send(node, in_grads: Any, pending: dict, owned: set) -> None:

@@ -37,6 +37,7 @@ import os
 import threading
 import traceback
 import weakref
+from collections.abc import Callable
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -650,38 +651,32 @@ class Function:
         """Run the op on Tensors (or numbers and arrays, taken as constants); return a Tensor."""
         if _state.observed:  # hooks, anomaly mode or a selective recomputation is on
             return _apply_observed(cls, inputs, attrs)
-        return _apply(cls, inputs, attrs)[0]
+        return _apply(cls, inputs, attrs, cls.forward)
 
 
-def _apply(cls: type[Function], inputs: tuple, attrs: dict, kept: Any = None):
-    """The four steps of recording an op; returns (output, its node or None)."""
+def _apply(cls: type[Function], inputs: tuple, attrs: dict, forward: Callable):
+    """The four steps of recording an op; returns its output."""
     # 1. the inputs' arrays, and the edge a gradient would take back to each
-    enabled, record, constants = _state.grad_enabled, False, False
+    enabled, constants = _state.grad_enabled, False
     arrays, needs, edges = [], [], []
     for t in inputs:
-        if type(t) is not Tensor and not isinstance(t, Tensor):
+        if not isinstance(t, Tensor):
             constants = True  # a number or an array: a constant, converted below
             t = _NO_TENSOR
         arrays.append(t.data)
-        if t.requires_grad and enabled:
-            record = True
-            needs.append(True)
-            edges.append(t.grad_fn or t._acc() or gradient_edge(t))
-        else:
-            needs.append(False)
-            edges.append(None)
+        need = t.requires_grad and enabled
+        needs.append(need)
+        edges.append((t.grad_fn or t._acc() or gradient_edge(t)) if need else None)
     if constants:
         _constant_arrays(cls, inputs, arrays)
+    record = True in needs
 
     # 2. forward, on arrays
     ctx = _new(Context)
     ctx.fn = cls
     ctx.saved_values = ()
     ctx.needs_input_grad = tuple(needs)
-    if kept is None:
-        data = cls.forward(ctx, *arrays, **attrs) if attrs else cls.forward(ctx, *arrays)
-    else:
-        data = cls.forward_kept(ctx, kept, *arrays, **attrs)
+    data = forward(ctx, *arrays, **attrs)
     if type(data) is not _ndarray:  # NumPy reductions return scalars
         data = _as_output(ctx, data)
 
@@ -689,20 +684,24 @@ def _apply(cls: type[Function], inputs: tuple, attrs: dict, kept: Any = None):
     out = _make_tensor(data, record, ctx if record else None)
     if cls.view:
         _share_version(out, inputs, arrays, cls.view)
-    if not record:
-        return out, None
 
     # 4. the node: its edges, and one record per saved value
+    if record:
+        _link(ctx, inputs, arrays, edges, out)
+    return out
+
+
+def _link(ctx: Context, inputs: tuple, arrays: list, edges: list, out) -> None:
+    """Make ``ctx`` the output's node: its edges, and one SavedValue per saved value."""
     ctx.parents = tuple(edges)
-    ctx._refs = None if len(edges) == needs.count(True) else _weak_refs(inputs, edges)
+    ctx._refs = None if None not in edges else _weak_refs(inputs, edges)
     ctx._out = _weakref(out)
-    ctx.out_shape = data.shape
+    ctx.out_shape = out.data.shape
     if ctx.saved_values:
         ctx.saved_values = _saved_records(ctx.saved_values, arrays, inputs, out)
     for t in inputs:
         if type(t) is Tensor and t._view is not None:
             _check_view_input(ctx, t)
-    return out, ctx
 
 
 class _NoTensor:
@@ -729,15 +728,11 @@ def _apply_observed(cls: type[Function], inputs: tuple, attrs: dict):
     """``apply`` with hooks, anomaly mode or a selective recomputation around it."""
     state = _state
     if not all(isinstance(t, Tensor) for t in inputs):  # observers are shown Tensors only
-        like = next((t for t in inputs if isinstance(t, Tensor)), None)
-        dt = like.data.dtype if like is not None else np.float64
-        for t in inputs:
-            if not isinstance(t, Tensor):
-                _constant(cls.name, t, dt)  # a clear error, naming the op, for a non-number
-        # as_tensor is looked up here, so that a recorder (minigrad.compile) may see constants made
-        inputs = tuple(t if isinstance(t, Tensor) else as_tensor(t, like=like) for t in inputs)
+        inputs = _constant_tensors(cls, inputs)
     kept = next(state.reuse, None) if state.reuse is not None else None
-    out, ctx = _apply(cls, inputs, attrs, kept)
+    forward = cls.forward if kept is None else functools.partial(_forward_kept, cls, kept)
+    out = _apply(cls, inputs, attrs, forward)
+    ctx = out.grad_fn
     for hook in state.hooks:  # observers: trace, jvp, the memory profiler, count_ops
         hook("forward" if kept is None else "reused", cls, inputs, out, attrs)
     if state.anomaly:
@@ -746,6 +741,21 @@ def _apply_observed(cls: type[Function], inputs: tuple, attrs: dict):
             ctx.created_frame = _user_frame_summary()
             ctx.created_at = _format_frame(ctx.created_frame)
     return out
+
+
+def _forward_kept(cls: type[Function], kept: np.ndarray, ctx: Context, *arrays, **attrs):
+    return cls.forward_kept(ctx, kept, *arrays, **attrs)
+
+
+def _constant_tensors(cls: type[Function], inputs: tuple) -> tuple:
+    """The inputs with numbers and arrays wrapped as constant Tensors (``as_tensor`` is looked
+    up here, so that a recorder, such as ``minigrad.compile``'s, may see each one made)."""
+    like = next((t for t in inputs if isinstance(t, Tensor)), None)
+    dt = like.data.dtype if like is not None else np.float64
+    for t in inputs:
+        if not isinstance(t, Tensor):
+            _constant(cls.name, t, dt)  # a clear error, naming the op, for a non-number
+    return tuple(t if isinstance(t, Tensor) else as_tensor(t, like=like) for t in inputs)
 
 
 def _constant_arrays(cls: type[Function], inputs: tuple, arrays: list) -> None:

@@ -558,40 +558,43 @@ class Tensor:
 
 def _check_inplace(t: Tensor, what: str, value: Tensor | None, attrs: dict, recording: bool) -> None:
     """Raise, before anything changes, if ``t`` cannot take this in-place change."""
-    if value is None:
-        value = t  # a unary op: the operand is t itself
+    value = t if value is None else value  # a unary op: the operand is t itself
     if value.data.dtype.kind == "c":
         raise TypeError(f"{what}: cannot write complex values into a tensor of dtype {t.dtype}")
-    target = t.data if "idx" not in attrs else _index_target(t, what, attrs["idx"])
-    try:
-        shape = np.broadcast_shapes(target.shape, value.shape)
-    except ValueError:
-        shape = None
-    if shape != target.shape:
-        if "idx" in attrs:
-            raise ValueError(f"{what}: cannot set index {attrs['idx']!r} of a tensor of shape "
-                             f"{t.shape} to a value of shape {value.shape}: the indexed part "
-                             f"has shape {target.shape}")
-        raise ValueError(f"{what}: the operand of shape {value.shape} cannot be broadcast to "
-                         f"the tensor's shape {target.shape} (an in-place op keeps the shape)")
+    _check_inplace_shape(t, what, value, attrs)
     base = t._view[1] if t._view is not None else None
     if base is not None and base.requires_grad and base.grad_fn is None and _state.grad_enabled:
         raise RuntimeError(
             f"{what}: this tensor (shape {t.shape}) is a view of a leaf that requires grad "
             f"(shape {base.shape}); changing it in place would change the leaf behind the "
             f"graph's back. Wrap the change in `with minigrad.no_grad():`, or clone() the view")
-    if not recording:
-        return
-    if t.grad_fn is None and t.requires_grad:
+    if recording and t.grad_fn is None and t.requires_grad:
         raise RuntimeError(
             f"{what}: a leaf that requires grad (shape {t.shape}) cannot be changed "
             f"in place while gradients are recorded; wrap the update in "
             f"`with minigrad.no_grad():` or use the out-of-place op")
-    if t._view is not None:
+    if recording and t._view is not None:
         raise RuntimeError(
             f"{what}: this tensor (shape {t.shape}) is a view made by '{t.op}' of another "
             f"tensor; minigrad does not record in-place changes through a view. Change the "
             f"base tensor out of place, or call clone() on the view first.")
+
+
+def _check_inplace_shape(t: Tensor, what: str, value: Tensor, attrs: dict) -> None:
+    """An in-place op keeps the shape: the operand must broadcast to the part it writes."""
+    target = t.data if "idx" not in attrs else _index_target(t, what, attrs["idx"])
+    try:
+        shape = np.broadcast_shapes(target.shape, value.shape)
+    except ValueError:
+        shape = None
+    if shape == target.shape:
+        return
+    if "idx" in attrs:
+        raise ValueError(f"{what}: cannot set index {attrs['idx']!r} of a tensor of shape "
+                         f"{t.shape} to a value of shape {value.shape}: the indexed part "
+                         f"has shape {target.shape}")
+    raise ValueError(f"{what}: the operand of shape {value.shape} cannot be broadcast to "
+                     f"the tensor's shape {target.shape} (an in-place op keeps the shape)")
 
 
 def _is_real_number(p: Any) -> bool:

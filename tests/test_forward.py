@@ -36,6 +36,8 @@ CASES = [
     ("broadcast_to and scatter_add",
      lambda a, b: ops.BroadcastTo.apply(a, shape=(2, 3, 4)).sum(axis=0) * _onehot_cols(b), [(3, 1), (3,)],
      (-2, 2)),
+    ("logsumexp", lambda a: a.logsumexp(axis=1) + a.logsumexp(axis=0, keepdims=True).sum() * 0.5,
+     [(3, 4)], (-3, 3)),
     ("a two-layer network", lambda x, w1, w2: ((x @ w1).tanh() @ w2).log_softmax(axis=1),
      [(3, 2), (2, 4), (4, 3)], (-1, 1)),
     ("layer_norm", lambda a, w: mg.layer_norm(a @ w) * 2.0, [(3, 4), (4, 5)], (-2, 2)),
