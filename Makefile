@@ -9,6 +9,8 @@
 #   make lint     ruff on the package, the tests and the notebooks
 #   make torch    add PyTorch to .venv (optional; enables the comparisons)
 #   make student  write build/student/: exercises blanked, outputs cleared
+#   make publish-student  write student/ (committed, for Colab links) from notebooks/
+#   make colab    insert or update every notebook's set-up cell (tools/colab.py)
 #   make bench    time minigrad against hand-written NumPy (and PyTorch): benchmarks/RESULTS.md
 #   make upgrade  re-resolve constraints.txt to the newest versions that work together, rebuild .venv
 #   make clean    remove caches and build output (`make distclean` also drops .venv)
@@ -30,7 +32,8 @@ export OMP_NUM_THREADS ?= 1
 export OPENBLAS_NUM_THREADS ?= 1
 export MKL_NUM_THREADS ?= 1
 
-.PHONY: test unit nbtest lab site e2e execute lint torch student bench clean distclean venv dot trust help
+.PHONY: test unit nbtest lab site e2e execute lint torch student bench clean distclean venv dot trust help \
+        publish-student colab
 .DEFAULT_GOAL := help
 
 help:
@@ -308,6 +311,16 @@ torch: $(STAMP)
 # `raise NotImplementedError`; outputs are cleared. See build/student/README.md.
 student: $(STAMP)
 	$(BIN)/python tools/make_student.py --out build/student $(NOTEBOOKS)
+
+# student/ is committed so that Colab can open the student notebooks from
+# GitHub; tests/test_colab.py checks it is in step with notebooks/.
+publish-student: $(STAMP)
+	$(BIN)/python tools/colab.py --publish-student student $(NOTEBOOKS)
+
+# Every notebook's first code cell installs the package where it is missing
+# (Colab) and does nothing here; re-execute the notebooks afterwards.
+colab: $(STAMP)
+	$(BIN)/python tools/colab.py $(NOTEBOOKS)
 
 # Each case runs in its own process with one BLAS thread; a few minutes in all.
 # PyTorch's columns say "not installed" until `make torch`. BENCH_ARGS=--quick for a smoke run.

@@ -26,8 +26,8 @@ html_title = "minigrad"
 # githubpages writes .nojekyll, so GitHub Pages serves _static/ and _images/ as they are.
 extensions = ["myst_nb", "sphinx.ext.githubpages", "alt_text"]
 root_doc = "index"
-# README.md is the landing page through index.md's include, not a page of its own.
-exclude_patterns = ["README.md", "**/.ipynb_checkpoints"]
+# index.md is the learners' front door; README.md (developers, instructors) is a page of its own.
+exclude_patterns = ["**/.ipynb_checkpoints"]
 
 # Notebooks are shown as saved, outputs included: never executed here.
 nb_execution_mode = "off"
