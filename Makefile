@@ -9,11 +9,14 @@
 #   make lint     ruff on the package, the tests and the notebooks
 #   make torch    add PyTorch to .venv (optional; enables the comparisons)
 #   make student  write build/student/: exercises blanked, outputs cleared
+#   make assign   instructors: student notebooks and otter-grader autograders, in build/assign/
+#   make grade SUBMISSIONS=dir  instructors: grade dir/<student>/<notebook>.ipynb into build/grades/
 #   make publish-student  write student/ (committed, for Colab links) from notebooks/
 #   make colab    insert or update every notebook's set-up cell (tools/colab.py)
 #   make bench    time minigrad against hand-written NumPy (and PyTorch): benchmarks/RESULTS.md
 #   make upgrade  re-resolve constraints.txt to the newest versions that work together, rebuild .venv
 #   make clean    remove caches and build output (`make distclean` also drops .venv)
+#   (conda instead of make: environment.yml's header says how, step by step)
 
 SHELL      := /bin/bash
 PYTHON     ?= python3
@@ -33,7 +36,7 @@ export OPENBLAS_NUM_THREADS ?= 1
 export MKL_NUM_THREADS ?= 1
 
 .PHONY: test unit nbtest lab site e2e execute lint torch student bench clean distclean venv dot trust help \
-        publish-student colab
+        publish-student colab assign grade
 .DEFAULT_GOAL := help
 
 help:
@@ -79,8 +82,8 @@ upgrade:
 	@tmp=$$(mktemp -d) && trap 'rm -rf "$$tmp"' EXIT && \
 	echo "Resolving the newest versions in a fresh venv ($$tmp)..." && \
 	$(PYTHON) -m venv "$$tmp/venv" && \
-	"$$tmp/venv/bin/python" -m pip install --quiet '.[course]' 'jupyterlab<5' && \
-	{ echo "# Known-good versions of everything \`pip install -e '.[course]'\` installs; the venv"; \
+	"$$tmp/venv/bin/python" -m pip install --quiet '.[course,grading]' 'jupyterlab<5' && \
+	{ echo "# Known-good versions of everything \`pip install -e '.[course,grading]'\` installs; the venv"; \
 	  echo "# bootstrap installs with them (pip install -c constraints.txt). \`make upgrade\`"; \
 	  echo "# writes this file anew from a fresh install with jupyterlab<5. PyTorch is not"; \
 	  echo "# here (\`make torch\` installs $(TORCH_SPEC))."; \
@@ -114,8 +117,9 @@ trust: $(TRUSTED)
 # ------------------------------------------------------------------- tests
 test: unit nbtest
 
-# The unit tests also test the website's alt text, which needs its tools (docs/requirements.txt).
-unit: $(STAMP) dot $(VENV)/.site-installed
+# The unit tests also test the website's alt text, which needs its tools (docs/requirements.txt),
+# and the autograder, which needs otter-grader (the grading extra).
+unit: $(STAMP) dot $(VENV)/.site-installed $(GRADING_STAMP)
 	$(BIN)/python -m pytest -q tests
 
 nbtest: $(STAMP) dot
@@ -132,7 +136,8 @@ nbtest: $(STAMP) dot
 #    so it outranks the user's own Jupyter config (c.IdentityProvider.token = ''
 #    there has no effect) and does not show in the process list. Before printing
 #    the URL with the token, the recipe checks that the server refuses a request
-#    without it; if the server does not, it is stopped;
+#    without it; if the server does not, it is stopped. The server's log line
+#    about that refused request is kept out of the terminal;
 #  - without JupyterLab's news and update check (no requests to the internet).
 # LAB_ARGS adds JupyterLab options, e.g. LAB_ARGS=--no-browser.
 PORT     ?= 8888
@@ -160,7 +165,7 @@ $(LABCONF)/settings/overrides.json: Makefile
 # ({port} in it is replaced). Once the server answers, a request without the
 # token must be refused; then the URL is printed, else the server is stopped.
 define LAB_RUN_PY
-import os, re, secrets, signal, socket, subprocess, sys, time, urllib.error, urllib.request
+import os, re, secrets, signal, socket, subprocess, sys, threading, time, urllib.error, urllib.request
 
 origin, first, confdir = sys.argv[1:4]
 command = sys.argv[sys.argv.index("--") + 1:]
@@ -195,14 +200,26 @@ command = [a.replace("{port}", str(port)) for a in command]
 
 # Ctrl-C is for the server (it asks before it stops); this process waits for it.
 signal.signal(signal.SIGINT, lambda *_: None)
-server = subprocess.Popen(command, env=env)
+server = subprocess.Popen(command, env=env, stderr=subprocess.PIPE, text=True, bufsize=1)
+# The server's log is passed on, less the line about the self-check's own refused request.
+CHECK = "/api/contents?course-self-check"
+
+
+def relay():
+    for line in server.stderr:
+        if CHECK not in line:
+            sys.stderr.write(line)
+            sys.stderr.flush()
+
+
+threading.Thread(target=relay, daemon=True).start()
 signal.signal(signal.SIGTERM, lambda *_: server.terminate())
 opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
 deadline = time.monotonic() + 120
 while server.poll() is None and time.monotonic() < deadline:
     time.sleep(0.5)
     try:
-        opener.open(f"http://127.0.0.1:{port}/api/contents", timeout=5)
+        opener.open(f"http://127.0.0.1:{port}{CHECK}", timeout=5)
         status = 200
     except urllib.error.HTTPError as e:
         status = e.code
@@ -321,6 +338,28 @@ publish-student: $(STAMP)
 # (Colab) and does nothing here; re-execute the notebooks afterwards.
 colab: $(STAMP)
 	$(BIN)/python tools/colab.py $(NOTEBOOKS)
+
+# ---------------------------------------------------------- autograding
+# The grading extra of pyproject.toml (otter-grader), installed into .venv on
+# first use; tools/grade.py says how assign and grade work. GRADE_ARGS adds
+# options, e.g. GRADE_ARGS="--jobs 2 --cell-timeout 120".
+GRADING_STAMP := $(VENV)/.grading-installed
+SUBMISSIONS   ?=
+GRADE_ARGS    ?=
+
+$(GRADING_STAMP): $(STAMP) pyproject.toml
+	@mkdir -p build && $(BIN)/python -c "import sys; t = __import__('tomllib' if sys.version_info >= (3, 11) \
+	  else 'tomli'); print('\n'.join(t.load(open('pyproject.toml', 'rb'))['project']['optional-dependencies']['grading']))" \
+	  > build/grading-requirements.txt
+	$(BIN)/python -m pip install --quiet $(if $(CONSTRAINTS),-c $(CONSTRAINTS)) -r build/grading-requirements.txt
+	@touch $@
+
+assign: $(GRADING_STAMP)
+	$(BIN)/python tools/grade.py assign --out build/assign
+
+grade: assign
+	@[ -n "$(SUBMISSIONS)" ] || { echo "make grade needs SUBMISSIONS=dir (dir/<student>/<notebook>.ipynb)"; exit 1; }
+	$(BIN)/python tools/grade.py grade "$(SUBMISSIONS)" --autograder build/assign/autograder --out build/grades $(GRADE_ARGS)
 
 # Each case runs in its own process with one BLAS thread; a few minutes in all.
 # PyTorch's columns say "not installed" until `make torch`. BENCH_ARGS=--quick for a smoke run.

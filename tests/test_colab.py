@@ -120,7 +120,8 @@ def colab_runtime(tmp_path_factory):
     base = tmp_path_factory.mktemp("colab")
     src = base / "src"
     src.mkdir()
-    for name in ("pyproject.toml", "README.md", "LICENSE", "LICENSE-CONTENT"):
+    for name in ("pyproject.toml", "README.md", "LICENSE", "LICENSE-CONTENT", "docs/pypi.md"):
+        (src / name).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(ROOT / name, src / name)
     shutil.copytree(ROOT / "minigrad", src / "minigrad", ignore=shutil.ignore_patterns("__pycache__"))
     built = subprocess.run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--no-index",
