@@ -319,7 +319,7 @@ execute: $(STAMP) dot
 NBS ?= $(NOTEBOOKS)
 
 lint: $(STAMP)
-	$(BIN)/ruff check minigrad tests notebooks tools benchmarks
+	$(BIN)/ruff check minigrad tests notebooks tools benchmarks grading
 
 torch: $(STAMP)
 	@$(BIN)/python -c 'import torch' 2>/dev/null || $(BIN)/python -m pip install --quiet '$(TORCH_SPEC)'

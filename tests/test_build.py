@@ -277,3 +277,35 @@ def test_pypi_gets_a_description_whose_links_all_work_there():
     assert not relative, f"{readme} has relative links, which break on PyPI: {relative}"
     assert "pip install minigrad-course" in text and "pip install minigrad\n" not in text
     assert "https://minigrad-course.github.io/minigrad-course/" in text
+
+
+def test_the_sdist_tests_run_outside_the_repository(tmp_path):
+    # A packager unpacks the sdist and runs pytest there, with no checkout around it.
+    import shutil
+    import subprocess
+    import sys
+    import tarfile
+
+    src = tmp_path / "src"
+    for name in ("pyproject.toml", "README.md", "LICENSE", "LICENSE-CONTENT", "MANIFEST.in", "docs/pypi.md"):
+        (src / name).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(ROOT / name, src / name)
+    for folder in ("minigrad", "tests"):
+        shutil.copytree(ROOT / folder, src / folder, ignore=shutil.ignore_patterns("__pycache__"))
+    code = "from setuptools import build_meta as b; print(b.build_sdist('../dist'))"
+    built = subprocess.run([sys.executable, "-c", code], cwd=src, capture_output=True, text=True, timeout=300)
+    assert built.returncode == 0, built.stderr
+    with tarfile.open(tmp_path / "dist" / built.stdout.split()[-1]) as tar:
+        tar.extractall(tmp_path / "unpacked", filter="data")
+    (sdist,) = (tmp_path / "unpacked").iterdir()
+    assert not (sdist / "notebooks").exists() and (sdist / "tests" / "conftest.py").exists()
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    env["PYTHONPATH"] = str(sdist)
+    pytest_cmd = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider"]
+    run = subprocess.run([*pytest_cmd, "tests", "--collect-only"],
+                         cwd=sdist, env=env, capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0 and "ERROR collecting" not in run.stdout, run.stdout[-3000:]
+    assert "left out" in run.stdout and "test_notebooks.py" in run.stdout
+    one = subprocess.run([*pytest_cmd, "-q", "tests/test_tensor.py"],
+                         cwd=sdist, env=env, capture_output=True, text=True, timeout=300)
+    assert one.returncode == 0, one.stdout[-3000:]
