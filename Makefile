@@ -293,6 +293,7 @@ site: $(SITE_STAMP) $(MATHJAX_DIR)/tex-mml-chtml.js
 	cp docs/index.md README.md LICENSE LICENSE-CONTENT $(SITE_SRC)/
 	cp $(NOTEBOOKS) $(SITE_SRC)/notebooks/
 	cp benchmarks/RESULTS.md benchmarks/results.png $(SITE_SRC)/benchmarks/
+	rm -rf build/site-extra && $(BIN)/python tools/colab.py --publish-student build/site-extra/student $(NOTEBOOKS)
 	$(BIN)/sphinx-build -b html -c docs -d build/site-doctrees -E -W --keep-going -q $(SITE_SRC) build/site
 	@echo "Website: build/site/index.html ($$(find build/site -name '*.html' -not -path '*/_static/*' | wc -l) pages)"
 

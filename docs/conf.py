@@ -52,3 +52,21 @@ html_theme_options = {
 }
 html_last_updated_fmt = None  # the same sources give the same pages
 html_copy_source = True  # the download button offers each page's .ipynb
+
+# ------------------------------------------------ learners: launch and download
+# Each notebook page gets the theme's launch buttons (Colab, Binder) and, under
+# its title, the student version (docs/student_version.py): `make site` writes
+# the student notebooks to build/site-extra/student/, served as student/.
+extensions.append("student_version")
+html_extra_path = [str(ROOT / "build" / "site-extra")]
+html_theme_options.update({
+    "repository_url": "https://github.com/minigrad-course/minigrad-course",
+    "repository_branch": "main",
+    "path_to_docs": "",  # the site's sources are laid out as in the repository (notebooks/...)
+    "use_repository_button": True,
+    "launch_buttons": {
+        "colab_url": "https://colab.research.google.com",
+        "binderhub_url": "https://mybinder.org",
+        "notebook_interface": "jupyterlab",
+    },
+})

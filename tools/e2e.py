@@ -681,6 +681,80 @@ def check_site(browser, results: list, notebooks: list[pathlib.Path]) -> None:
         server.stop()
 
 
+# ------------------------------------------------- the site for learners
+PHONE = {"width": 390, "height": 844}
+
+# At phone width: how far the page scrolls sideways, and the pictures wider than their cell.
+PHONE_JS = """() => {
+  const over = [];
+  for (const img of document.querySelectorAll('div.cell_output img')) {
+    const box = img.closest('div.cell_output').getBoundingClientRect(), r = img.getBoundingClientRect();
+    if (r.width > box.width + 1) over.push((img.getAttribute('src') || '').split('/').pop());
+  }
+  return {scroll: document.documentElement.scrollWidth - window.innerWidth, over};
+}"""
+
+
+def student_problems(text: str, reference: dict) -> list[str]:
+    """What is wrong with a downloaded student notebook, given its reference notebook."""
+    try:
+        nb = json.loads(text)
+    except ValueError:
+        return ["the student download is not a notebook"]
+    problems = []
+    if "# BEGIN SOLUTION" in text or "# END SOLUTION" in text:
+        problems.append("the student download holds solution markers")
+    if any(c.get("outputs") for c in nb.get("cells", [])):
+        problems.append("the student download keeps outputs")
+    if [c.get("id") for c in nb.get("cells", [])] != [c.get("id") for c in reference["cells"]]:
+        problems.append("the student download's cells are not the reference's")
+    if any("# BEGIN SOLUTION" in "".join(c.get("source", "")) for c in reference["cells"]) and \
+            "raise NotImplementedError" not in text:
+        problems.append("the student download has no blanked exercise")
+    return problems
+
+
+def check_site_for_learners(browser, results: list, notebooks: list[pathlib.Path]) -> None:
+    """Every page at phone width (no sideways scrolling, pictures fit their cell); every
+    notebook page's student download (a notebook without solutions or outputs)."""
+    if not (SITE / "index.html").is_file():
+        return  # check_site says so
+    server = SiteServer(SITE)
+    context = browser.new_context(viewport=PHONE, is_mobile=True)
+    context.route("**/*", lambda r: r.continue_() if is_local(r.request.url, server.base)
+                  else r.abort("blockedbyclient"))
+    try:
+        page = context.new_page()
+        wide = []
+        pages = site_pages(SITE)
+        for rel in pages:
+            page.goto(f"{server.base}/{rel}", wait_until="load")
+            s = page.evaluate(PHONE_JS)
+            if s["scroll"] > 0 or s["over"]:
+                wide.append(f"{rel} ({s['scroll']} px sideways; wider than the column: {s['over'][:3]})")
+        results.append((f"site at {PHONE['width']} px", not wide,
+                        "; ".join(wide[:4]) if wide else
+                        f"none of the {len(pages)} pages scrolls sideways, every picture fits its column"))
+        for path in notebooks:
+            rel = f"notebooks/{path.stem}.html"
+            page.goto(f"{server.base}/{rel}", wait_until="load")
+            link = page.query_selector("p.student-version a[download]")
+            if link is None:
+                results.append((f"student download {path.stem}", False, "the page offers no student version"))
+                continue
+            url = urllib.parse.urljoin(f"{server.base}/{rel}", link.get_attribute("href"))
+            response = page.request.get(url)
+            problems = ([f"HTTP {response.status}"] if response.status != 200 else
+                        student_problems(response.text(), json.loads(path.read_text(encoding="utf-8"))))
+            results.append((f"student download {path.stem}", not problems,
+                            "; ".join(problems) or
+                            f"{url[len(server.base):]}: exercises blanked, no outputs"))
+    finally:
+        context.close()
+        server.stop()
+
+
+
 # ----------------------------------------------------------------- main
 
 def check_lab(browser, results: list, paths: list[pathlib.Path], run: set[str],
@@ -775,6 +849,7 @@ def main(argv: list[str] | None = None) -> int:
                 check_lab(browser, results, paths, run, args.untrusted.resolve(), args.timeout)
             if args.only != "lab":
                 check_site(browser, results, sorted(NOTEBOOKS.glob("[0-9][0-9]_*.ipynb")))
+                check_site_for_learners(browser, results, sorted(NOTEBOOKS.glob("[0-9][0-9]_*.ipynb")))
         finally:
             browser.close()
 
