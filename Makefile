@@ -297,9 +297,24 @@ site: $(SITE_STAMP) $(MATHJAX_DIR)/tex-mml-chtml.js
 	$(BIN)/sphinx-build -b html -c docs -d build/site-doctrees -E -W --keep-going -q $(SITE_SRC) build/site
 	@echo "Website: build/site/index.html ($$(find build/site -name '*.html' -not -path '*/_static/*' | wc -l) pages)"
 
+# axe-core (the accessibility rules browsers' audits use) from the npm registry,
+# its tarball's sha256 checked; only `make e2e` uses it, on every page.
+AXE_VER    := 4.10.3
+AXE_SHA256 := 0f2b4d7dcdf7d1219df8d1959ad68e565f51d14c3f0d88bb71cd59abeb956292
+AXE_JS     := build/e2e-tools/axe.min.js
+
+$(AXE_JS):
+	@tools/ensure_program.sh npm npm node "npm (fetches axe-core for the accessibility audit)"
+	rm -rf build/axe-pack && mkdir -p build/axe-pack $(@D)
+	cd build/axe-pack && npm pack --silent axe-core@$(AXE_VER) >/dev/null
+	echo "$(AXE_SHA256)  build/axe-pack/axe-core-$(AXE_VER).tgz" | sha256sum -c --quiet
+	tar -xzf build/axe-pack/axe-core-$(AXE_VER).tgz -C build/axe-pack
+	cp build/axe-pack/package/axe.min.js $@ && cp build/axe-pack/package/LICENSE $(@D)/axe-LICENSE
+	rm -rf build/axe-pack
+
 # For instructors: the course checked end to end in headless Chromium, in
 # JupyterLab and on the website (so the site is built first).
-e2e: $(STAMP) dot trust site
+e2e: $(STAMP) dot trust site $(AXE_JS)
 	@tools/ensure_program.sh "$${CHROMIUM:-chromium} chromium-browser google-chrome" chromium "" "Chromium"
 	@$(BIN)/python -c 'import playwright' 2>/dev/null || $(BIN)/python -m pip install --quiet 'playwright>=1.40'
 	$(BIN)/python tools/e2e.py

@@ -70,3 +70,11 @@ html_theme_options.update({
         "notebook_interface": "jupyterlab",
     },
 })
+
+# ------------------------------------------------ accessibility
+# A copy button on every code cell (sphinx-copybutton); formulas out of the Tab
+# order, their assistive MathML kept for screen readers; wide outputs that
+# scroll become keyboard-reachable regions (_static/site.js).
+extensions.append("sphinx_copybutton")
+mathjax3_config = {"options": {"menuOptions": {"settings": {"inTabOrder": False, "assistiveMml": True}}}}
+html_js_files = ["site.js"]

@@ -331,3 +331,13 @@ def test_the_student_download_check_rejects_solutions_outputs_and_other_cells():
     assert e2e.student_problems(json.dumps(other), ref) == [
         "the student download's cells are not the reference's"]
     assert e2e.student_problems("<html>404</html>", ref) == ["the student download is not a notebook"]
+
+
+def test_the_accessibility_audit_fails_on_serious_and_critical_violations_only():
+    assert e2e.axe_summary([]) == (0, "no violations")
+    minor = [{"impact": "minor", "id": "empty-table-header", "nodes": [{}]}]
+    assert e2e.axe_summary(minor) == (0, "0 serious or critical (1 moderate or minor)")
+    serious = minor + [{"impact": "serious", "id": "scrollable-region-focusable", "nodes": [{}, {}]},
+                       {"impact": "critical", "id": "image-alt", "nodes": [{}]}]
+    n, line = e2e.axe_summary(serious)
+    assert n == 2 and "serious scrollable-region-focusable x2" in line and "critical image-alt x1" in line

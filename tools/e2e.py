@@ -755,6 +755,56 @@ def check_site_for_learners(browser, results: list, notebooks: list[pathlib.Path
 
 
 
+AXE = ROOT / "build" / "e2e-tools" / "axe.min.js"
+AXE_VER = "4.10.3"  # the Makefile's AXE_VER
+AXE_WIDTHS = (1280, 390)
+
+
+def axe_summary(violations: list[dict]) -> tuple[int, str]:
+    """(serious and critical violations, a line that names them) from axe.run's violations."""
+    bad = [v for v in violations if v.get("impact") in ("serious", "critical")]
+    rest = [v for v in violations if v not in bad]
+    named = "; ".join(f"{v['impact']} {v['id']} x{len(v.get('nodes', []))}" for v in bad[:5])
+    quiet = f"0 serious or critical ({len(rest)} moderate or minor)" if rest else "no violations"
+    return len(bad), named or quiet
+
+
+def check_site_accessibility(browser, results: list) -> None:
+    """axe-core on every page at desktop and phone width: no serious or critical violation."""
+    if not (SITE / "index.html").is_file():
+        return
+    if not AXE.is_file():
+        results.append(("site accessibility", False, f"{AXE.relative_to(ROOT)} is missing: run `make e2e`"))
+        return
+    server = SiteServer(SITE)
+    try:
+        for width in AXE_WIDTHS:
+            context = browser.new_context(viewport={"width": width, "height": 900}, is_mobile=width < 600)
+            context.route("**/*", lambda r: r.continue_() if is_local(r.request.url, server.base)
+                          else r.abort("blockedbyclient"))
+            page = context.new_page()
+            failing, total = [], 0
+            for rel in site_pages(SITE):
+                page.goto(f"{server.base}/{rel}", wait_until="load")
+                page.evaluate("async () => { if (window.MathJax && MathJax.startup) "
+                              "await MathJax.startup.promise; }")
+                page.wait_for_timeout(300)  # formulas typeset; the page's scripts settle
+                page.add_script_tag(path=str(AXE))
+                violations = page.evaluate("async () => (await axe.run(document)).violations")
+                n, line = axe_summary(violations)
+                total += n
+                if n:
+                    failing.append(f"{rel}: {line}")
+            context.close()
+            results.append((f"site accessibility at {width} px", not failing,
+                            "; ".join(failing[:3]) if failing else
+                            f"axe-core {AXE_VER}: 0 serious or critical violations on "
+                            f"{len(site_pages(SITE))} pages"))
+    finally:
+        server.stop()
+
+
+
 # ----------------------------------------------------------------- main
 
 def check_lab(browser, results: list, paths: list[pathlib.Path], run: set[str],
@@ -850,6 +900,7 @@ def main(argv: list[str] | None = None) -> int:
             if args.only != "lab":
                 check_site(browser, results, sorted(NOTEBOOKS.glob("[0-9][0-9]_*.ipynb")))
                 check_site_for_learners(browser, results, sorted(NOTEBOOKS.glob("[0-9][0-9]_*.ipynb")))
+                check_site_accessibility(browser, results)
         finally:
             browser.close()
 
