@@ -14,9 +14,14 @@
 #   make lint     ruff on the package, the tests and the notebooks
 #   make torch    add PyTorch's CPU build to .venv (the labs do it too; enables the comparisons)
 #   make student  write build/student/: exercises blanked, outputs cleared
+#   make assign   instructors: student notebooks and otter-grader autograders, in build/assign/
+#   make grade SUBMISSIONS=dir  instructors: grade dir/<student>/<notebook>.ipynb into build/grades/
+#   make publish-student  write student/ (committed, for Colab links) from notebooks/
+#   make colab    insert or update every notebook's set-up cell (tools/colab.py)
 #   make bench    time minigrad against hand-written NumPy (and PyTorch): benchmarks/RESULTS.md
 #   make upgrade  re-resolve constraints.txt to the newest versions that work together, rebuild .venv
 #   make clean    remove caches and build output (`make distclean` also drops .venv)
+#   (conda instead of make: environment.yml's header says how, step by step)
 
 SHELL      := /bin/bash
 PYTHON     ?= python3
@@ -39,7 +44,8 @@ export OMP_NUM_THREADS ?= 1
 export OPENBLAS_NUM_THREADS ?= 1
 export MKL_NUM_THREADS ?= 1
 
-.PHONY: test unit nbtest lab site e2e execute lint torch student bench clean distclean venv dot trust help
+.PHONY: test unit nbtest lab site e2e execute lint torch student bench clean distclean venv dot trust help \
+        publish-student colab assign grade
 .PHONY: zh nbtest-zh i18n-status
 .DEFAULT_GOAL := help
 
@@ -98,8 +104,8 @@ upgrade:
 	@tmp=$$(mktemp -d) && trap 'rm -rf "$$tmp"' EXIT && \
 	echo "Resolving the newest versions in a fresh venv ($$tmp)..." && \
 	$(PYTHON) -m venv "$$tmp/venv" && \
-	"$$tmp/venv/bin/python" -m pip install --quiet '.[course]' 'jupyterlab<5' && \
-	{ echo "# Known-good versions of everything \`pip install -e '.[course]'\` installs; the venv"; \
+	"$$tmp/venv/bin/python" -m pip install --quiet '.[course,grading]' 'jupyterlab<5' && \
+	{ echo "# Known-good versions of everything \`pip install -e '.[course,grading]'\` installs; the venv"; \
 	  echo "# bootstrap installs with them (pip install -c constraints.txt). \`make upgrade\`"; \
 	  echo "# writes this file anew from a fresh install with jupyterlab<5. PyTorch is not"; \
 	  echo "# here (\`make torch\` installs $(TORCH_SPEC))."; \
@@ -133,8 +139,9 @@ trust: $(TRUSTED)
 # ------------------------------------------------------------------- tests
 test: unit nbtest
 
-# The unit tests also test the website's alt text, which needs its tools (docs/requirements.txt).
-unit: $(STAMP) dot $(VENV)/.site-installed
+# The unit tests also test the website's alt text, which needs its tools (docs/requirements.txt),
+# and the autograder, which needs otter-grader (the grading extra).
+unit: $(STAMP) dot $(VENV)/.site-installed $(GRADING_STAMP)
 	$(BIN)/python -m pytest -q tests
 
 nbtest: $(STAMP) dot
@@ -151,7 +158,8 @@ nbtest: $(STAMP) dot
 #    so it outranks the user's own Jupyter config (c.IdentityProvider.token = ''
 #    there has no effect) and does not show in the process list. Before printing
 #    the URL with the token, the recipe checks that the server refuses a request
-#    without it; if the server does not, it is stopped;
+#    without it; if the server does not, it is stopped. The server's log line
+#    about that refused request is kept out of the terminal;
 #  - without JupyterLab's news and update check (no requests to the internet).
 # LAB_ARGS adds JupyterLab options, e.g. LAB_ARGS=--no-browser.
 PORT     ?= 8888
@@ -179,7 +187,7 @@ $(LABCONF)/settings/overrides.json: Makefile
 # ({port} in it is replaced). Once the server answers, a request without the
 # token must be refused; then the URL is printed, else the server is stopped.
 define LAB_RUN_PY
-import os, re, secrets, signal, socket, subprocess, sys, time, urllib.error, urllib.request
+import os, re, secrets, signal, socket, subprocess, sys, threading, time, urllib.error, urllib.request
 
 origin, first, confdir = sys.argv[1:4]
 command = sys.argv[sys.argv.index("--") + 1:]
@@ -217,14 +225,26 @@ command = [a.replace("{port}", str(port)) for a in command]
 
 # Ctrl-C is for the server (it asks before it stops); this process waits for it.
 signal.signal(signal.SIGINT, lambda *_: None)
-server = subprocess.Popen(command, env=env)
+server = subprocess.Popen(command, env=env, stderr=subprocess.PIPE, text=True, bufsize=1)
+# The server's log is passed on, less the line about the self-check's own refused request.
+CHECK = "/api/contents?course-self-check"
+
+
+def relay():
+    for line in server.stderr:
+        if CHECK not in line:
+            sys.stderr.write(line)
+            sys.stderr.flush()
+
+
+threading.Thread(target=relay, daemon=True).start()
 signal.signal(signal.SIGTERM, lambda *_: server.terminate())
 opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
 deadline = time.monotonic() + 120
 while server.poll() is None and time.monotonic() < deadline:
     time.sleep(0.5)
     try:
-        opener.open(f"http://127.0.0.1:{port}/api/contents", timeout=5)
+        opener.open(f"http://127.0.0.1:{port}{CHECK}", timeout=5)
         status = 200
     except urllib.error.HTTPError as e:
         status = e.code
@@ -337,6 +357,7 @@ site: $(SITE_STAMP) $(MATHJAX_DIR)/tex-mml-chtml.js $(ZH_STAMP)
 	cp benchmarks/RESULTS.md benchmarks/results.png $(SITE_SRC)/benchmarks/
 	$(MAKE) --no-print-directory site-src-zh
 	$(BIN)/python tools/i18n.py glossary --lang en > $(SITE_SRC)/glossary.md
+	rm -rf build/site-extra && $(BIN)/python tools/colab.py --publish-student build/site-extra/student $(NOTEBOOKS)
 	$(BIN)/sphinx-build -b html -c docs -d build/site-doctrees -E -W --keep-going -q $(SITE_SRC) build/site
 	MINIGRAD_SITE_LANG=zh $(BIN)/sphinx-build -b html -c docs -d build/site-doctrees-zh -E -W --keep-going -q \
 	  $(SITE_SRC_ZH) build/site/zh
@@ -351,9 +372,24 @@ site-src-zh: $(ZH_STAMP)
 	cp $(ZH_NOTEBOOKS) $(SITE_SRC_ZH)/notebooks/
 	$(BIN)/python tools/i18n.py glossary --lang zh > $(SITE_SRC_ZH)/glossary.md
 
+# axe-core (the accessibility rules browsers' audits use) from the npm registry,
+# its tarball's sha256 checked; only `make e2e` uses it, on every page.
+AXE_VER    := 4.10.3
+AXE_SHA256 := 0f2b4d7dcdf7d1219df8d1959ad68e565f51d14c3f0d88bb71cd59abeb956292
+AXE_JS     := build/e2e-tools/axe.min.js
+
+$(AXE_JS):
+	@tools/ensure_program.sh npm npm node "npm (fetches axe-core for the accessibility audit)"
+	rm -rf build/axe-pack && mkdir -p build/axe-pack $(@D)
+	cd build/axe-pack && npm pack --silent axe-core@$(AXE_VER) >/dev/null
+	echo "$(AXE_SHA256)  build/axe-pack/axe-core-$(AXE_VER).tgz" | sha256sum -c --quiet
+	tar -xzf build/axe-pack/axe-core-$(AXE_VER).tgz -C build/axe-pack
+	cp build/axe-pack/package/axe.min.js $@ && cp build/axe-pack/package/LICENSE $(@D)/axe-LICENSE
+	rm -rf build/axe-pack
+
 # For instructors: the course checked end to end in headless Chromium, in
 # JupyterLab and on the website (so the site is built first).
-e2e: $(STAMP) dot trust site nbtest-zh
+e2e: $(STAMP) dot trust site nbtest-zh $(AXE_JS)
 	@tools/ensure_program.sh "$${CHROMIUM:-chromium} chromium-browser google-chrome" chromium "" "Chromium"
 	@tools/ensure_cjk_font.sh
 	@$(BIN)/python -c 'import playwright' 2>/dev/null || $(BIN)/python -m pip install --quiet 'playwright>=1.40'
@@ -375,7 +411,7 @@ execute: $(STAMP) dot
 NBS ?= $(NOTEBOOKS)
 
 lint: $(STAMP)
-	$(BIN)/ruff check minigrad tests notebooks tools benchmarks
+	$(BIN)/ruff check minigrad tests notebooks tools benchmarks grading
 
 torch: $(STAMP)
 	@$(BIN)/python -c 'import torch' 2>/dev/null || \
@@ -397,6 +433,38 @@ endif
 # `raise NotImplementedError`; outputs are cleared. See build/student/README.md.
 student: $(STAMP) $(if $(ZH),$(ZH_STAMP))
 	$(BIN)/python tools/make_student.py --out $(if $(ZH),build/zh/student $(ZH_NOTEBOOKS),build/student $(NOTEBOOKS))
+
+# student/ is committed so that Colab can open the student notebooks from
+# GitHub; tests/test_colab.py checks it is in step with notebooks/.
+publish-student: $(STAMP)
+	$(BIN)/python tools/colab.py --publish-student student $(NOTEBOOKS)
+
+# Every notebook's first code cell installs the package where it is missing
+# (Colab) and does nothing here; re-execute the notebooks afterwards.
+colab: $(STAMP)
+	$(BIN)/python tools/colab.py $(NOTEBOOKS)
+
+# ---------------------------------------------------------- autograding
+# The grading extra of pyproject.toml (otter-grader), installed into .venv on
+# first use; tools/grade.py says how assign and grade work. GRADE_ARGS adds
+# options, e.g. GRADE_ARGS="--jobs 2 --cell-timeout 120".
+GRADING_STAMP := $(VENV)/.grading-installed
+SUBMISSIONS   ?=
+GRADE_ARGS    ?=
+
+$(GRADING_STAMP): $(STAMP) pyproject.toml
+	@mkdir -p build && $(BIN)/python -c "import sys; t = __import__('tomllib' if sys.version_info >= (3, 11) \
+	  else 'tomli'); print('\n'.join(t.load(open('pyproject.toml', 'rb'))['project']['optional-dependencies']['grading']))" \
+	  > build/grading-requirements.txt
+	$(BIN)/python -m pip install --quiet $(if $(CONSTRAINTS),-c $(CONSTRAINTS)) -r build/grading-requirements.txt
+	@touch $@
+
+assign: $(GRADING_STAMP)
+	$(BIN)/python tools/grade.py assign --out build/assign
+
+grade: assign
+	@[ -n "$(SUBMISSIONS)" ] || { echo "make grade needs SUBMISSIONS=dir (dir/<student>/<notebook>.ipynb)"; exit 1; }
+	$(BIN)/python tools/grade.py grade "$(SUBMISSIONS)" --autograder build/assign/autograder --out build/grades $(GRADE_ARGS)
 
 # Each case runs in its own process with one BLAS thread; a few minutes in all.
 # PyTorch's columns say "not installed" until `make torch`. BENCH_ARGS=--quick for a smoke run.

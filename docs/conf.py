@@ -33,8 +33,9 @@ html_title = "minigrad"
 # githubpages writes .nojekyll, so GitHub Pages serves _static/ and _images/ as they are.
 extensions = ["myst_nb", "sphinx.ext.githubpages", "alt_text"]
 root_doc = "index"
-# README.md is the landing page through index.md's include, not a page of its own.
-exclude_patterns = ["README.md", "README.zh.md", "**/.ipynb_checkpoints"]
+# index.md is the learners' front door; README.md (developers, instructors) is a page of its own.
+# README.zh.md is the Chinese front page's source (docs/zh/index.md includes it).
+exclude_patterns = ["README.zh.md", "**/.ipynb_checkpoints"]
 
 # Notebooks are shown as saved, outputs included: never executed here.
 nb_execution_mode = "off"
@@ -86,3 +87,29 @@ if EDITION == "zh":
 else:
     lang_switch = {"label": "中文", "lang": "zh-CN", "root": "zh/", "title": "本页的中文版",
                    "pages": _pages(ROOT / "build" / "site-src-zh")}
+
+# ------------------------------------------------ learners: launch and download
+# Each notebook page gets the theme's launch buttons (Colab, Binder) and, under
+# its title, the student version (docs/student_version.py): `make site` writes
+# the student notebooks to build/site-extra/student/, served as student/.
+extensions.append("student_version")
+html_extra_path = [str(ROOT / "build" / "site-extra")]
+html_theme_options.update({
+    "repository_url": "https://github.com/minigrad-course/minigrad-course",
+    "repository_branch": "main",
+    "path_to_docs": "",  # the site's sources are laid out as in the repository (notebooks/...)
+    "use_repository_button": True,
+    "launch_buttons": {
+        "colab_url": "https://colab.research.google.com",
+        "binderhub_url": "https://mybinder.org",
+        "notebook_interface": "jupyterlab",
+    },
+})
+
+# ------------------------------------------------ accessibility
+# A copy button on every code cell (sphinx-copybutton); formulas out of the Tab
+# order, their assistive MathML kept for screen readers; wide outputs that
+# scroll become keyboard-reachable regions (_static/site.js).
+extensions.append("sphinx_copybutton")
+mathjax3_config = {"options": {"menuOptions": {"settings": {"inTabOrder": False, "assistiveMml": True}}}}
+html_js_files = ["site.js"]

@@ -153,8 +153,10 @@ def test_project_metadata_points_to_one_home():
     home = "https://github.com/minigrad-course/minigrad-course"
     urls = project["urls"]
     assert set(urls) >= {"Homepage", "Documentation", "Source", "Issues"}
-    assert all(u.startswith(home) for u in urls.values()), urls
-    assert home in (ROOT / "README.md").read_text()
+    site = "https://minigrad-course.github.io/minigrad-course/"
+    assert urls["Documentation"] == site, "Documentation is the course's website"
+    assert all(u.startswith(home) for k, u in urls.items() if k != "Documentation"), urls
+    assert home in (ROOT / "README.md").read_text() and site in (ROOT / "README.md").read_text()
     assert any(c.startswith("Programming Language :: Python :: 3") for c in project["classifiers"])
 
 
@@ -183,6 +185,11 @@ def test_environment_yml_can_run_the_tests():
     # tomllib is in the standard library from 3.11; before that the tests need tomli.
     python = re.search(r"^\s+-\s+python\s*>=\s*3\.(\d+)", text, re.M)
     assert python and (int(python.group(1)) >= 11 or "tomli" in conda)
+    floor = re.match(r">=\s*3\.(\d+)", pyproject()["project"]["requires-python"])
+    assert python and python.group(1) == floor.group(1), "environment.yml has pyproject.toml's Python floor"
+    for tool in ("sphinx", "myst-nb", "sphinx-book-theme"):  # the website's tools
+        assert tool in conda, f"environment.yml lacks {tool}"
+    assert "Tested versions" in text
     assert yaml_section("variables").get("PYTHONHASHSEED") == "0"
     assert re.search(r"^export PYTHONHASHSEED\s*:?=\s*0$", (ROOT / "Makefile").read_text(), re.M)
     # The documented test command is the one `make test` runs.
@@ -210,7 +217,8 @@ def constraints() -> dict[str, str]:
 def test_constraints_pin_the_course_and_leave_torch_out():
     pins = constraints()
     project = pyproject()["project"]
-    wanted = project["dependencies"] + project["optional-dependencies"]["course"]
+    extras = project["optional-dependencies"]
+    wanted = project["dependencies"] + extras["course"] + extras["grading"]
     for dep in wanted:
         if "python_version < '3.11'" in dep:
             continue
@@ -257,3 +265,47 @@ def test_binder_builds_the_course():
     text = "\n".join(script)
     assert "tools/make_student.py" in text and "jupyter trust" in text
     assert '"fetchNews": "false"' in text
+
+
+def test_pypi_gets_a_description_whose_links_all_work_there():
+    # PyPI shows the readme of pyproject.toml without the repository around it: no relative links.
+    readme = pyproject()["project"]["readme"]
+    text = (ROOT / readme).read_text()
+    links = re.findall(r"\]\(([^)]+)\)", text) + re.findall(r"<([^>]+)>", text)
+    assert links, f"{readme} links nowhere"
+    relative = [u for u in links if not u.startswith(("https://", "http://", "mailto:"))]
+    assert not relative, f"{readme} has relative links, which break on PyPI: {relative}"
+    assert "pip install minigrad-course" in text and "pip install minigrad\n" not in text
+    assert "https://minigrad-course.github.io/minigrad-course/" in text
+
+
+def test_the_sdist_tests_run_outside_the_repository(tmp_path):
+    # A packager unpacks the sdist and runs pytest there, with no checkout around it.
+    import shutil
+    import subprocess
+    import sys
+    import tarfile
+
+    src = tmp_path / "src"
+    for name in ("pyproject.toml", "README.md", "LICENSE", "LICENSE-CONTENT", "MANIFEST.in", "docs/pypi.md"):
+        (src / name).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(ROOT / name, src / name)
+    for folder in ("minigrad", "tests"):
+        shutil.copytree(ROOT / folder, src / folder, ignore=shutil.ignore_patterns("__pycache__"))
+    code = "from setuptools import build_meta as b; print(b.build_sdist('../dist'))"
+    built = subprocess.run([sys.executable, "-c", code], cwd=src, capture_output=True, text=True, timeout=300)
+    assert built.returncode == 0, built.stderr
+    with tarfile.open(tmp_path / "dist" / built.stdout.split()[-1]) as tar:
+        tar.extractall(tmp_path / "unpacked", filter="data")
+    (sdist,) = (tmp_path / "unpacked").iterdir()
+    assert not (sdist / "notebooks").exists() and (sdist / "tests" / "conftest.py").exists()
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    env["PYTHONPATH"] = str(sdist)
+    pytest_cmd = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider"]
+    run = subprocess.run([*pytest_cmd, "tests", "--collect-only"],
+                         cwd=sdist, env=env, capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0 and "ERROR collecting" not in run.stdout, run.stdout[-3000:]
+    assert "left out" in run.stdout and "test_notebooks.py" in run.stdout
+    one = subprocess.run([*pytest_cmd, "-q", "tests/test_tensor.py"],
+                         cwd=sdist, env=env, capture_output=True, text=True, timeout=300)
+    assert one.returncode == 0, one.stdout[-3000:]

@@ -317,3 +317,27 @@ def test_alt_text_is_set_on_every_picture_of_a_bundle_and_kept_from_metadata():
     alts = [[i["alt"] for i in c.findall(nodes.image)] for c in (graph, figure, given)]
     assert alts == [["Computation graph: 1 tensor (x) and 1 op (exp)."] * 2,
                     ["Figure: the training loss."], ["Given by the author"]]
+
+
+def test_the_student_download_check_rejects_solutions_outputs_and_other_cells():
+    ref = {"cells": [{"cell_type": "code", "id": "a", "source": "# BEGIN SOLUTION\nx = 1\n# END SOLUTION\n",
+                      "outputs": [{"output_type": "stream", "text": "1"}]}]}
+    good = {"cells": [{"cell_type": "code", "id": "a", "outputs": [],
+                       "source": "# YOUR CODE HERE\nraise NotImplementedError\n"}]}
+    assert e2e.student_problems(json.dumps(good), ref) == []
+    assert e2e.student_problems(json.dumps(ref), ref)[:2] == [
+        "the student download holds solution markers", "the student download keeps outputs"]
+    other = {"cells": [{**good["cells"][0], "id": "b"}]}
+    assert e2e.student_problems(json.dumps(other), ref) == [
+        "the student download's cells are not the reference's"]
+    assert e2e.student_problems("<html>404</html>", ref) == ["the student download is not a notebook"]
+
+
+def test_the_accessibility_audit_fails_on_serious_and_critical_violations_only():
+    assert e2e.axe_summary([]) == (0, "no violations")
+    minor = [{"impact": "minor", "id": "empty-table-header", "nodes": [{}]}]
+    assert e2e.axe_summary(minor) == (0, "0 serious or critical (1 moderate or minor)")
+    serious = minor + [{"impact": "serious", "id": "scrollable-region-focusable", "nodes": [{}, {}]},
+                       {"impact": "critical", "id": "image-alt", "nodes": [{}]}]
+    n, line = e2e.axe_summary(serious)
+    assert n == 2 and "serious scrollable-region-focusable x2" in line and "critical image-alt x1" in line

@@ -163,6 +163,9 @@ def test_make_lab_keeps_its_token_whatever_the_user_config_says(user_env, tmp_pa
     assert found, f"make lab printed no URL:\n{server.output}"
     url, port, token = found.group(1), int(found.group(2)), found.group(3)
     assert re.fullmatch(r"[0-9a-f]{48}", token), "a fresh token of 24 random bytes"
+    before = server.output.split(url, 1)[0]
+    assert "403" not in before and "course-self-check" not in server.output, \
+        f"the self-check's refused request shows in the terminal:\n{before}"
 
     assert status(port)[0] == 403, "the API must refuse a request without the token"
     assert status(port, token="0" * 48)[0] == 403

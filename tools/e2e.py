@@ -788,6 +788,130 @@ def check_site(browser, results: list, notebooks: list[pathlib.Path]) -> None:
         server.stop()
 
 
+# ------------------------------------------------- the site for learners
+PHONE = {"width": 390, "height": 844}
+
+# At phone width: how far the page scrolls sideways, and the pictures wider than their cell.
+PHONE_JS = """() => {
+  const over = [];
+  for (const img of document.querySelectorAll('div.cell_output img')) {
+    const box = img.closest('div.cell_output').getBoundingClientRect(), r = img.getBoundingClientRect();
+    if (r.width > box.width + 1) over.push((img.getAttribute('src') || '').split('/').pop());
+  }
+  return {scroll: document.documentElement.scrollWidth - window.innerWidth, over};
+}"""
+
+
+def student_problems(text: str, reference: dict) -> list[str]:
+    """What is wrong with a downloaded student notebook, given its reference notebook."""
+    try:
+        nb = json.loads(text)
+    except ValueError:
+        return ["the student download is not a notebook"]
+    problems = []
+    if "# BEGIN SOLUTION" in text or "# END SOLUTION" in text:
+        problems.append("the student download holds solution markers")
+    if any(c.get("outputs") for c in nb.get("cells", [])):
+        problems.append("the student download keeps outputs")
+    if [c.get("id") for c in nb.get("cells", [])] != [c.get("id") for c in reference["cells"]]:
+        problems.append("the student download's cells are not the reference's")
+    if any("# BEGIN SOLUTION" in "".join(c.get("source", "")) for c in reference["cells"]) and \
+            "raise NotImplementedError" not in text:
+        problems.append("the student download has no blanked exercise")
+    return problems
+
+
+def check_site_for_learners(browser, results: list, notebooks: list[pathlib.Path]) -> None:
+    """Every page at phone width (no sideways scrolling, pictures fit their cell); every
+    notebook page's student download (a notebook without solutions or outputs)."""
+    if not (SITE / "index.html").is_file():
+        return  # check_site says so
+    server = SiteServer(SITE)
+    context = browser.new_context(viewport=PHONE, is_mobile=True)
+    context.route("**/*", lambda r: r.continue_() if is_local(r.request.url, server.base)
+                  else r.abort("blockedbyclient"))
+    try:
+        page = context.new_page()
+        wide = []
+        pages = site_pages(SITE)
+        for rel in pages:
+            page.goto(f"{server.base}/{rel}", wait_until="load")
+            s = page.evaluate(PHONE_JS)
+            if s["scroll"] > 0 or s["over"]:
+                wide.append(f"{rel} ({s['scroll']} px sideways; wider than the column: {s['over'][:3]})")
+        results.append((f"site at {PHONE['width']} px", not wide,
+                        "; ".join(wide[:4]) if wide else
+                        f"none of the {len(pages)} pages scrolls sideways, every picture fits its column"))
+        for path in notebooks:
+            rel = f"notebooks/{path.stem}.html"
+            page.goto(f"{server.base}/{rel}", wait_until="load")
+            link = page.query_selector("p.student-version a[download]")
+            if link is None:
+                results.append((f"student download {path.stem}", False, "the page offers no student version"))
+                continue
+            url = urllib.parse.urljoin(f"{server.base}/{rel}", link.get_attribute("href"))
+            response = page.request.get(url)
+            problems = ([f"HTTP {response.status}"] if response.status != 200 else
+                        student_problems(response.text(), json.loads(path.read_text(encoding="utf-8"))))
+            results.append((f"student download {path.stem}", not problems,
+                            "; ".join(problems) or
+                            f"{url[len(server.base):]}: exercises blanked, no outputs"))
+    finally:
+        context.close()
+        server.stop()
+
+
+
+AXE = ROOT / "build" / "e2e-tools" / "axe.min.js"
+AXE_VER = "4.10.3"  # the Makefile's AXE_VER
+AXE_WIDTHS = (1280, 390)
+
+
+def axe_summary(violations: list[dict]) -> tuple[int, str]:
+    """(serious and critical violations, a line that names them) from axe.run's violations."""
+    bad = [v for v in violations if v.get("impact") in ("serious", "critical")]
+    rest = [v for v in violations if v not in bad]
+    named = "; ".join(f"{v['impact']} {v['id']} x{len(v.get('nodes', []))}" for v in bad[:5])
+    quiet = f"0 serious or critical ({len(rest)} moderate or minor)" if rest else "no violations"
+    return len(bad), named or quiet
+
+
+def check_site_accessibility(browser, results: list) -> None:
+    """axe-core on every page at desktop and phone width: no serious or critical violation."""
+    if not (SITE / "index.html").is_file():
+        return
+    if not AXE.is_file():
+        results.append(("site accessibility", False, f"{AXE.relative_to(ROOT)} is missing: run `make e2e`"))
+        return
+    server = SiteServer(SITE)
+    try:
+        for width in AXE_WIDTHS:
+            context = browser.new_context(viewport={"width": width, "height": 900}, is_mobile=width < 600)
+            context.route("**/*", lambda r: r.continue_() if is_local(r.request.url, server.base)
+                          else r.abort("blockedbyclient"))
+            page = context.new_page()
+            failing, total = [], 0
+            for rel in site_pages(SITE):
+                page.goto(f"{server.base}/{rel}", wait_until="load")
+                page.evaluate("async () => { if (window.MathJax && MathJax.startup) "
+                              "await MathJax.startup.promise; }")
+                page.wait_for_timeout(300)  # formulas typeset; the page's scripts settle
+                page.add_script_tag(path=str(AXE))
+                violations = page.evaluate("async () => (await axe.run(document)).violations")
+                n, line = axe_summary(violations)
+                total += n
+                if n:
+                    failing.append(f"{rel}: {line}")
+            context.close()
+            results.append((f"site accessibility at {width} px", not failing,
+                            "; ".join(failing[:3]) if failing else
+                            f"axe-core {AXE_VER}: 0 serious or critical violations on "
+                            f"{len(site_pages(SITE))} pages"))
+    finally:
+        server.stop()
+
+
+
 # ----------------------------------------------------------------- main
 
 def check_lab(browser, results: list, paths: list[pathlib.Path], run: set[str],
@@ -883,6 +1007,8 @@ def main(argv: list[str] | None = None) -> int:
                 check_lab(browser, results, paths, run, args.untrusted.resolve(), args.timeout)
             if args.only != "lab":
                 check_site(browser, results, sorted(NOTEBOOKS.glob("[0-9][0-9]_*.ipynb")))
+                check_site_for_learners(browser, results, sorted(NOTEBOOKS.glob("[0-9][0-9]_*.ipynb")))
+                check_site_accessibility(browser, results)
         finally:
             browser.close()
 
