@@ -46,7 +46,8 @@ def hinge_numpy(x, w):
     "f, phrase",
     [
         (hinge_item, "read a value into Python while it was traced"),
-        (hinge_mask_from_data, "something was decided while tracing"),
+        (hinge_mask_from_data,
+         r"read a value into Python while it was traced \(.item\(\), .numpy\(\), .data"),
         (hinge_no_one, r"max\(0, 1 - score\)"),
         (hinge_numpy, "compute with ops instead of .data"),
     ],

@@ -37,8 +37,8 @@ def check_hinge(hinge_ops) -> None:
         W_HINGE,
     )
     assert not traced.reads, (
-        "hinge_ops read a value into Python while it was traced (.item() or .numpy()): compute the max with "
-        "an op "
+        "hinge_ops read a value into Python while it was traced (.item(), .numpy(), .data or a truth "
+        "value): the trace would freeze what was decided with it; compute the max with an op "
         "instead, so that the trace records it"
     )
     for fill in FILLS:
