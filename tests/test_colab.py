@@ -82,8 +82,6 @@ def test_the_cell_leaves_no_names_behind():
 
 
 @needs_notebooks
-@pytest.mark.xfail(strict=True, reason="the set-up cell is inserted into the notebooks (make colab, "
-                   "then make execute) after the merge; then remove this mark")
 def test_every_notebook_carries_the_current_set_up_cell():
     stale = [p.name for p in NOTEBOOKS if not colab.has_current_cell(json.loads(p.read_text()))]
     assert not stale, f"run: python tools/colab.py notebooks/*.ipynb (stale: {stale})"
