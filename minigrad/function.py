@@ -255,9 +255,9 @@ def _check_forward(name: str, data: np.ndarray) -> None:
 # ------------------------------------------------------------------ the graph
 
 
-def _dead() -> None:
-    """A reference that leads nowhere: a value that no longer exists as a tensor."""
-    return None
+# A reference that leads nowhere (a value that no longer exists as a tensor): called like a
+# dead weak reference, it returns None. NoneType() is None, and costs no Python frame.
+_dead = type(None)
 
 
 class SavedValue(NamedTuple):
@@ -717,8 +717,8 @@ _weakref = weakref.ref
 
 def _weak_refs(inputs: tuple, edges: list) -> tuple:
     """Weak references to the inputs that have no edge but are Tensors (for ``node.inputs``)."""
-    return tuple(_weakref(t) if e is None and isinstance(t, Tensor) else None
-                 for t, e in zip(inputs, edges))
+    return tuple([_weakref(t) if e is None and isinstance(t, Tensor) else None
+                  for t, e in zip(inputs, edges)])
 
 
 _new = object.__new__

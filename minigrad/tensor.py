@@ -562,12 +562,8 @@ def _check_inplace(t: Tensor, what: str, value: Tensor | None, attrs: dict, reco
     if value.data.dtype.kind == "c":
         raise TypeError(f"{what}: cannot write complex values into a tensor of dtype {t.dtype}")
     _check_inplace_shape(t, what, value, attrs)
-    base = t._view[1] if t._view is not None else None
-    if base is not None and base.requires_grad and base.grad_fn is None and _state.grad_enabled:
-        raise RuntimeError(
-            f"{what}: this tensor (shape {t.shape}) is a view of a leaf that requires grad "
-            f"(shape {base.shape}); changing it in place would change the leaf behind the "
-            f"graph's back. Wrap the change in `with minigrad.no_grad():`, or clone() the view")
+    if t._view is not None:
+        _check_inplace_view(t, what)
     if recording and t.grad_fn is None and t.requires_grad:
         raise RuntimeError(
             f"{what}: a leaf that requires grad (shape {t.shape}) cannot be changed "
@@ -578,6 +574,16 @@ def _check_inplace(t: Tensor, what: str, value: Tensor | None, attrs: dict, reco
             f"{what}: this tensor (shape {t.shape}) is a view made by '{t.op}' of another "
             f"tensor; minigrad does not record in-place changes through a view. Change the "
             f"base tensor out of place, or call clone() on the view first.")
+
+
+def _check_inplace_view(t: Tensor, what: str) -> None:
+    """A view of a leaf that requires grad cannot change in place while gradients are recorded."""
+    base = t._view[1]
+    if base.requires_grad and base.grad_fn is None and _state.grad_enabled:
+        raise RuntimeError(
+            f"{what}: this tensor (shape {t.shape}) is a view of a leaf that requires grad "
+            f"(shape {base.shape}); changing it in place would change the leaf behind the "
+            f"graph's back. Wrap the change in `with minigrad.no_grad():`, or clone() the view")
 
 
 def _check_inplace_shape(t: Tensor, what: str, value: Tensor, attrs: dict) -> None:
