@@ -38,7 +38,7 @@ def _check_numeric(arr: np.ndarray, where: str) -> None:
 
 
 class Tensor:
-    __slots__ = ("data", "grad", "requires_grad", "grad_fn", "name", "_vc", "_view", "_acc",
+    __slots__ = ("data", "_grad", "requires_grad", "grad_fn", "name", "_vc", "_view", "_acc",
                  "__weakref__")
 
     # Make NumPy hand `ndarray <op> Tensor` to the Tensor's reflected method.
@@ -118,12 +118,6 @@ class Tensor:
         if f is None:
             return ()
         return tuple([t for t in f.inputs if t is not None])
-
-    def __delattr__(self, name: str) -> None:
-        if name == "grad":  # ``del t.grad`` forgets the gradient, as in PyTorch
-            self.grad = None
-        else:
-            object.__delattr__(self, name)
 
     def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
         """``np.asarray(t)``: the numbers, for a tensor that needs no gradient (as PyTorch)."""
@@ -554,6 +548,14 @@ class Tensor:
 
     def __ge__(self, other):
         return self._compare(other, np.greater_equal, ">=")
+
+
+# ``grad`` is the slot ``_grad`` under its own name, so that ``del t.grad`` can leave None, as
+# in PyTorch. Reading and writing go straight to the slot (its own C-level get and set), so
+# the property costs no Python call; only ``del`` runs Python.
+Tensor.grad = property(Tensor._grad.__get__, Tensor._grad.__set__,
+                       lambda t: Tensor._grad.__set__(t, None),
+                       doc="dL/d(this tensor): None until a backward pass reaches it")
 
 
 def _check_inplace(t: Tensor, what: str, value: Tensor | None, attrs: dict, recording: bool) -> None:
