@@ -29,7 +29,8 @@ def rng():
 # left out, and the header says which; `pytest` runs the rest.
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 _NEEDS = {"test_benchmarks.py": "benchmarks", "test_build.py": "Makefile", "test_colab.py": "tools",
-          "test_e2e_tool.py": "tools", "test_grade.py": "tools", "test_i18n.py": "tools", "test_lab.py": "Makefile",
+          "test_e2e_tool.py": "tools", "test_grade.py": "tools", "test_i18n.py": "tools",
+          "test_lab.py": "Makefile",
           "test_notebooks.py": "notebooks", "test_student.py": "tools"}
 collect_ignore = [name for name, need in _NEEDS.items() if not (ROOT / need).exists()]
 
