@@ -39,7 +39,13 @@ SOURCE = f'''\
 # Set-up (minigrad set-up cell, version 1): on Colab or any fresh runtime this installs
 # the course's package when it is missing; in the course's own lab it does nothing.
 def _set_up():
-    import importlib, importlib.util, os, shutil, subprocess, sys
+    import importlib
+    import importlib.util
+    import os
+    import shutil
+    import subprocess
+    import sys
+
     wanted = {{"minigrad": os.environ.get("MINIGRAD_INSTALL", "{INSTALL}"),
               "graphviz": "graphviz>=0.20"}}
     missing = [spec for module, spec in wanted.items() if importlib.util.find_spec(module) is None]
