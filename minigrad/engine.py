@@ -29,7 +29,7 @@ from typing import Any
 
 import numpy as np
 
-from .function import AccumulateGrad, AnomalyError, _describe_nonfinite, _state, gradient_edge
+from .function import AccumulateGrad, AnomalyError, _describe_nonfinite, _leaf_hooks, _state, gradient_edge
 from .tensor import Tensor, as_tensor
 
 __all__ = ["backward", "grad", "topological_order", "GradShapeError"]
@@ -104,7 +104,8 @@ def _seed(root: Any, grad: Any, create_graph: bool):
                 f"backward: grad can be left out only for a tensor with one element; this "
                 f"one has shape {root.shape}. Pass gradient=, an array of shape {root.shape} "
                 f"holding dL/d(this tensor).")
-        g0 = np.ones(root.data.shape, root.data.dtype)
+        data = root.data  # (np.array for a 0-d root: np.ones is a Python function, and slower)
+        g0 = np.array(1, data.dtype) if data.ndim == 0 else np.ones(data.shape, data.dtype)
     else:
         arr = np.asarray(grad.data if isinstance(grad, Tensor) else grad)
         if arr.dtype.kind not in "biuf":
@@ -155,11 +156,11 @@ def _walk(order: list, seeds: dict, wanted: dict | None, retain_graph: bool,
         g = pending.pop(node, None)
         if g is None:
             continue
-        if node._hooks:
-            g = _run_hooks(node, g)
         if type(node) is AccumulateGrad:  # a leaf: its gradient goes to .grad at the end
             _reach_leaf(node, g, wanted, found, observed)
             continue
+        if node._hooks:
+            g = _run_hooks(node._hooks, g)
         if wanted is None:
             if node._retain and node._out() is not None:
                 found.append((node._out(), g))
@@ -176,6 +177,8 @@ def _walk(order: list, seeds: dict, wanted: dict | None, retain_graph: bool,
 
 def _reach_leaf(node, g: Any, wanted: dict | None, found: list, observed: bool) -> None:
     """A leaf's gradient is complete: keep it for ``.grad`` (or for ``grad()``)."""
+    if _leaf_hooks and id(node.variable) in _leaf_hooks:
+        g = _run_hooks(_leaf_hooks[id(node.variable)], g)
     if wanted is None:
         found.append((node.variable, g))
     elif node in wanted:
@@ -246,9 +249,9 @@ def _check_grad_type(node, i: int, pg: Any, edge) -> Any:
     return np.asarray(pg) if isinstance(pg, np.generic) else pg
 
 
-def _run_hooks(node, g: Any) -> Any:
+def _run_hooks(hooks: tuple, g: Any) -> Any:
     """A tensor's ``register_hook`` callables, in order: each may replace the gradient."""
-    for hook in node._hooks:
+    for hook in hooks:
         new = hook(g if isinstance(g, Tensor) else Tensor._make(g))
         if new is not None:
             new = new.data if isinstance(new, Tensor) and not isinstance(g, Tensor) else new

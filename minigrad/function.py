@@ -514,11 +514,6 @@ class AccumulateGrad:
         self.variable = variable
 
     @property
-    def _hooks(self) -> tuple:
-        """The leaf's ``register_hook`` callables (kept with the leaf, not with this node)."""
-        return _leaf_hooks.get(id(self.variable), ()) if _leaf_hooks else ()
-
-    @property
     def next_functions(self) -> tuple:
         return ()
 
