@@ -22,7 +22,7 @@ import numpy as np
 import minigrad
 from minigrad import GradcheckError, Tensor, gradcheck, numerical_jacobian
 
-from ._shared import attempt
+from ._op_checks import attempt
 
 
 def _log_softmax(z):

@@ -27,7 +27,7 @@ import numpy as np
 import minigrad
 from minigrad import Tensor, nn, optim
 
-from ._shared import attempt
+from ._op_checks import attempt
 
 
 def _package_backward(loss):

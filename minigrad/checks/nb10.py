@@ -18,7 +18,7 @@ import numpy as np
 
 from minigrad import Tensor, nn
 
-from ._shared import attempt
+from ._op_checks import attempt
 
 
 def check_clip_by_global_norm(clip_by_global_norm) -> None:

@@ -19,7 +19,7 @@ import minigrad
 from minigrad import Tensor, nn
 from minigrad.memory import profile_step
 
-from ._shared import attempt
+from ._op_checks import attempt
 
 SHAPES = [
     dict(batch=200, width=96, hidden=5, classes=7),

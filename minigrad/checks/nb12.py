@@ -21,7 +21,7 @@ import numpy as np
 import minigrad as mg
 from minigrad.memory import MemoryProfiler
 
-from ._shared import attempt
+from ._op_checks import attempt
 
 CHECKPOINT_OPS = ("checkpoint",)
 

@@ -19,7 +19,7 @@ import numpy as np
 import minigrad as mg
 from minigrad import Tensor
 
-from ._shared import attempt
+from ._op_checks import attempt
 
 W_HINGE = np.array([[0.5], [1.0], [1.5]])
 FILLS = [-1.0, 0.0, 0.1, 0.5, 1.0]

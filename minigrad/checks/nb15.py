@@ -29,7 +29,7 @@ import numpy as np
 import minigrad as mg
 from minigrad import Tensor
 
-from ._shared import attempt
+from ._op_checks import attempt
 
 
 def _branchy(x):
