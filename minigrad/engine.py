@@ -52,23 +52,21 @@ def topological_order(root: Tensor | Any) -> list:
     order: list = []
     seen: set = set()  # nodes hash by identity
     for r in roots:
-        start = gradient_edge(r) if isinstance(r, Tensor) else r
+        start = (r.grad_fn or gradient_edge(r)) if isinstance(r, Tensor) else r
         if start is None or start in seen:
             continue
         seen.add(start)
-        stack = [(start, iter(start.parents))]
+        stack = [start]
         while stack:
-            node, parents = stack[-1]
-            for p in parents:
+            for p in stack[-1].parents:  # (a node is looked at again after each input it visits)
                 if p is not None and p not in seen:
                     seen.add(p)
                     if p.parents:
-                        stack.append((p, iter(p.parents)))
+                        stack.append(p)
                         break
                     order.append(p)  # nothing to visit first
             else:
-                stack.pop()
-                order.append(node)
+                order.append(stack.pop())
     return order
 
 
@@ -76,11 +74,9 @@ def _order(roots: list) -> list:
     """The nodes in topological order, each checked before anything changes."""
     order = topological_order(roots)
     for node in order:
-        recs = node.saved_values
-        if recs is None:
+        if node.saved is None:
             node.check_saved()  # explains, unless the node had nothing to free
-            continue
-        for r in recs:
+        for r in node._stamps:  # a saved input or output changed in place since?
             if r.counter is not None and r.counter[0] != r.version:
                 node.check_saved()
     return order
@@ -132,7 +128,7 @@ def _roots(roots: Any, grads: Any, create_graph: bool) -> dict:
     seeds: dict = {}
     for r, g in zip(roots, grads):
         g0 = _seed(r, g, create_graph)
-        node = gradient_edge(r)
+        node = r.grad_fn or gradient_edge(r)
         seeds[node] = g0 if node not in seeds else seeds[node] + g0
     return seeds
 
@@ -161,11 +157,8 @@ def _walk(order: list, seeds: dict, wanted: dict | None, retain_graph: bool,
             continue
         if node._hooks:
             g = _run_hooks(node._hooks, g)
-        if wanted is None:
-            if node._retain and node._out() is not None:
-                found.append((node._out(), g))
-        elif node in wanted:
-            found.append((wanted[node], g))
+        if wanted is not None or node._retain:
+            _capture(node, g, wanted, found)
         in_grads = node.fn.backward(_DiffCtx(node) if create_graph else node, g)
         _send(node, in_grads, pending, owned)
         if observed:
@@ -173,6 +166,16 @@ def _walk(order: list, seeds: dict, wanted: dict | None, retain_graph: bool,
         if not retain_graph:
             node.release()
     return found
+
+
+def _capture(node, g: Any, wanted: dict | None, found: list) -> None:
+    """Keep the gradient of a tensor that asked for it (``retain_grad()``, or ``wanted``)."""
+    if wanted is None:
+        t = node._out()
+        if t is not None:
+            found.append((t, g))
+    elif node in wanted:
+        found.append((wanted[node], g))
 
 
 def _reach_leaf(node, g: Any, wanted: dict | None, found: list, observed: bool) -> None:
@@ -195,7 +198,7 @@ def _send(node, in_grads: Any, pending: dict, owned: set) -> None:
     for p, pg in zip(edges, in_grads):
         if p is None or pg is None:
             continue
-        if type(pg) is not np.ndarray or pg.dtype.kind == "c":
+        if type(pg) is not _ndarray or pg.dtype.kind == "c":
             pg = _check_grad_type(node, edges.index(p), pg, p)
         if pg.shape != p.out_shape:  # the input's shape is its node's output shape
             raise GradShapeError(
@@ -210,8 +213,11 @@ def _send(node, in_grads: Any, pending: dict, owned: set) -> None:
             # A VJP's result may be shared (add hands one g to both inputs)
             # or read-only (a broadcast view): never write into it.
             total = pending[p] = prev + pg
-            if type(total) is np.ndarray:
+            if type(total) is _ndarray:
                 owned.add(p)
+
+
+_ndarray = np.ndarray
 
 
 def _as_grads(node, in_grads: Any) -> tuple:
@@ -330,7 +336,10 @@ def _store(found: list) -> None:
         if old is not None and old.flags.writeable:
             old += g  # in place, as PyTorch: a reference to .grad stays current
             continue
-        g = _own(g, t.data.dtype, handed_out)
+        if type(g) is not np.ndarray or g.base is not None or id(g) in handed_out or (
+                g.dtype != t.data.dtype or not g.flags.writeable):
+            g = _own(g, t.data.dtype, handed_out)  # a private copy, in the tensor's dtype
+        handed_out.add(id(g))
         t.grad = g if old is None else old + g
 
 
@@ -457,7 +466,7 @@ class _DiffCtx:
         instead of the input, where the function cannot tell the two apart. It
         holds the saved buffer itself, so forward mode finds that value's tangent.
         """
-        return _alias(self._ctx.saved_values[k].value, self._ctx.parents[i])
+        return _alias(self._ctx.saved[k], self._ctx.parents[i])
 
 
 def _alias(v: np.ndarray, edge) -> Tensor:

@@ -281,28 +281,6 @@ class SavedValue(NamedTuple):
         return self.counter is not None and self.counter[0] != self.version
 
 
-def _saved_records(values: tuple, arrays: list, tensors: tuple, out) -> tuple:
-    """One SavedValue per saved value, each told which input (or the output) it is."""
-    out_data = out.data
-    records = []
-    for v in values:
-        if v is None:
-            records.append(_SAVED_NONE)
-        elif v is out_data:
-            records.append(_record((v, -1, out._vc, out._vc[0])))
-        else:
-            for i, a in enumerate(arrays):
-                if v is a:
-                    t = tensors[i]  # a number or array given as an input has no version counter
-                    c = t._vc if isinstance(t, Tensor) else None
-                    records.append(_record((v, i, c, 0 if c is None else c[0])))
-                    break
-            else:
-                records.append(_record((v, None, None, 0)))
-    return tuple(records)
-
-
-_SAVED_NONE = SavedValue(None)
 _record = functools.partial(tuple.__new__, SavedValue)  # SavedValue(*fields), without the checks
 
 
@@ -316,7 +294,7 @@ class Context:
     Fields:
         fn: the Function subclass that made the output (``fn.name`` is the op's name).
         saved: the values kept by ``save_for_backward``, in order; ``None`` once released.
-            Each is described by one :class:`SavedValue` in ``saved_values``.
+            ``saved_values`` describes each by one :class:`SavedValue`.
         needs_input_grad: one bool per input, so an op saves, and its VJP computes,
             only what some input needs.
         parents: the graph's edges, one per input in operand order: the input's own
@@ -328,8 +306,9 @@ class Context:
     """
 
     # The fixed fields live in slots (one node is made per op call); an op's own
-    # attributes go to __dict__, so ``vars(ctx)`` holds exactly those.
-    __slots__ = ("fn", "saved_values", "needs_input_grad", "parents", "out_shape", "_refs",
+    # attributes go to __dict__, so ``vars(ctx)`` holds exactly those. ``_stamps`` holds
+    # the SavedValue of each saved value that is an input's or the output's data.
+    __slots__ = ("fn", "saved", "needs_input_grad", "parents", "out_shape", "_stamps", "_refs",
                  "_out", "__dict__", "__weakref__")
     # Rarely set, so class-level defaults: an instance sets them (in __dict__) only when needed.
     _retain = False               # the output asked for retain_grad()
@@ -341,23 +320,24 @@ class Context:
 
     def __init__(self, fn: type[Function], needs_input_grad: tuple[bool, ...]):
         self.fn = fn
-        self.saved_values: tuple | None = ()
+        self.saved: tuple | None = ()
+        self._stamps: tuple = ()
         self.needs_input_grad = needs_input_grad
 
     # -- what forward and backward use
     def save_for_backward(self, *values: Any) -> None:
         """Keep these values until backward has used them (``None`` entries keep nothing)."""
-        self.saved_values = values  # plain values until the node is linked, then SavedValues
+        self.saved = values
 
     @property
-    def saved(self) -> tuple | None:
-        """The saved values, in the order they were saved (None once released)."""
-        recs = self.saved_values
-        if recs is None:
+    def saved_values(self) -> tuple | None:
+        """One :class:`SavedValue` per saved value, in order (None once released): what it
+        is (an input, the output, or a value the op made) and the version it was saved at."""
+        saved = self.saved
+        if saved is None:
             return None
-        if recs and type(recs[-1]) is not SavedValue:
-            return recs  # inside forward, before the node is linked
-        return tuple([r.value for r in recs])
+        stamps = {id(r.value): r for r in self._stamps}
+        return tuple([stamps.get(id(v)) or SavedValue(v) for v in saved])
 
     # -- what readers of the graph use
     @property
@@ -393,7 +373,7 @@ class Context:
 
     @property
     def released(self) -> bool:
-        return self.saved_values is None
+        return self.saved is None
 
     def arrays(self) -> list[np.ndarray]:
         """Every array this node keeps for backward: saved values and array attributes.
@@ -413,10 +393,17 @@ class Context:
         return sum({id(a): a.nbytes for a in self.arrays()}.values())
 
     # -- what the engine and in-place ops do to a node
+    def stale(self) -> bool:
+        """True if a saved input or output was changed in place after it was saved."""
+        for r in self._stamps:
+            c = r.counter
+            if c is not None and c[0] != r.version:
+                return True
+        return False
+
     def check_saved(self) -> None:
         """Raise if the saved values were freed, or changed in place since they were saved."""
-        recs = self.saved_values
-        if recs is None:
+        if self.saved is None:
             if self._kept_nothing:
                 return
             why = (f"an earlier backward pass that stopped with an error ({self._freed_by})"
@@ -426,8 +413,8 @@ class Context:
                 f"'{self.name}' saved for backward were already freed by {why}. Pass "
                 f"retain_graph=True to the first backward() if you need to call it twice, or run "
                 f"the forward pass again.")
-        for r in recs:
-            if r.counter is not None and r.counter[0] != r.version:
+        for r in self._stamps:
+            if r.stale:
                 what = "its output" if r.which == -1 else f"its input {r.which}"
                 raise RuntimeError(
                     f"backward: a value that '{self.name}' saved for backward was modified in "
@@ -441,14 +428,16 @@ class Context:
         A node that kept nothing has nothing to lose: a later backward may run it
         again, as in PyTorch (``c = b + 1`` can be differentiated twice).
         """
-        kept = bool(self.saved_values)
-        self.saved_values = None
+        kept = self.saved
+        self.saved = None
+        self._stamps = ()
         attrs = self.__dict__
-        for k, v in attrs.items():
-            t = type(v)
-            if t is _ndarray or (t is tuple and _ndarray in map(type, v)):
-                attrs[k] = None  # a new value for an existing key: safe while iterating
-                kept = True
+        if attrs:
+            for k, v in attrs.items():
+                t = type(v)
+                if t is _ndarray or (t is tuple and _ndarray in map(type, v)):
+                    attrs[k] = None  # a new value for an existing key: safe while iterating
+                    kept = True
         if not kept:
             attrs["_kept_nothing"] = True
         elif reason is not None:
@@ -457,10 +446,10 @@ class Context:
     def forget_input(self, i: int) -> None:
         """Input ``i``'s numbers are about to be overwritten in place: keep a copy of them
         if they were saved, and let no reference lead back to the old tensor."""
-        recs = self.saved_values
-        if recs:
-            self.saved_values = tuple(
-                SavedValue(r.value.copy()) if r.which == i else r for r in recs)
+        if any(r.which == i for r in self._stamps):
+            copies = {id(r.value): r.value.copy() for r in self._stamps if r.which == i}
+            self.saved = tuple([copies.get(id(v), v) for v in self.saved])
+            self._stamps = tuple([r for r in self._stamps if r.which != i])
         refs = list(self._refs or (None,) * len(self.parents))
         refs[i] = _dead
         self._refs = tuple(refs)
@@ -469,11 +458,12 @@ class Context:
         """Make this node the history of ``tensor``, which an in-place op changed;
         ``previous`` (its old node, if any) no longer has an output. A saved output
         is now ``tensor``'s own data, at its new version."""
-        recs = self.saved_values
-        if recs:
-            self.saved_values = tuple(
-                SavedValue(tensor.data, -1, tensor._vc, tensor._vc[0]) if r.which == -1 else r
-                for r in recs)
+        old = [r.value for r in self._stamps if r.which == -1]
+        if old:
+            data = tensor.data
+            self.saved = tuple([data if v is old[0] else v for v in self.saved])
+            self._stamps = tuple([SavedValue(data, -1, tensor._vc, tensor._vc[0])
+                                  if r.which == -1 else r for r in self._stamps])
         if previous is not None:
             previous._out = _dead
             if previous._retain:
@@ -499,12 +489,13 @@ class AccumulateGrad:
     it only weakly, so a graph that is dropped takes its accumulator with it.
     """
 
-    __slots__ = ("variable", "__weakref__")
+    __slots__ = ("variable", "out_shape", "__weakref__")
     fn = _AccumulateGradFn
     name = _AccumulateGradFn.name
     parents: tuple = ()
     saved: tuple = ()
     saved_values: tuple = ()
+    _stamps: tuple = ()
     needs_input_grad: tuple = ()
     released = False
     _retain = False
@@ -512,6 +503,7 @@ class AccumulateGrad:
 
     def __init__(self, variable):
         self.variable = variable
+        self.out_shape = variable.data.shape  # the shape its gradient must have
 
     @property
     def next_functions(self) -> tuple:
@@ -522,15 +514,14 @@ class AccumulateGrad:
         return self.variable
 
     @property
-    def out_shape(self) -> tuple:
-        return self.variable.data.shape
-
-    @property
     def inputs(self) -> tuple:
         return ()
 
     def check_saved(self) -> None:
         pass
+
+    def stale(self) -> bool:
+        return False
 
     def arrays(self) -> list:
         return []
@@ -595,6 +586,7 @@ def gradient_edge(t) -> Context | AccumulateGrad | None:
     if acc is None:
         acc = _new(AccumulateGrad)  # AccumulateGrad(t), without the call's overhead
         acc.variable = t
+        acc.out_shape = t.data.shape
         t._acc = weakref.ref(acc)
     return acc
 
@@ -655,47 +647,65 @@ def _apply(cls: type[Function], inputs: tuple, attrs: dict, forward: Callable):
     enabled, constants = _state.grad_enabled, False
     arrays, needs, edges = [], [], []
     for t in inputs:
-        if not isinstance(t, Tensor):
+        if type(t) is not Tensor and not isinstance(t, Tensor):
             constants = True  # a number or an array: a constant, converted below
             t = _NO_TENSOR
         arrays.append(t.data)
-        need = t.requires_grad and enabled
-        needs.append(need)
-        edges.append((t.grad_fn or t._acc() or gradient_edge(t)) if need else None)
+        if t.requires_grad and enabled:
+            needs.append(True)
+            edges.append(t.grad_fn or t._acc() or gradient_edge(t))
+        else:
+            needs.append(False)
+            edges.append(None)
     if constants:
         _constant_arrays(cls, inputs, arrays)
-    record = True in needs
 
     # 2. forward, on arrays
     ctx = _new(Context)
     ctx.fn = cls
-    ctx.saved_values = ()
+    ctx.saved = ctx._stamps = ()
     ctx.needs_input_grad = tuple(needs)
     data = forward(ctx, *arrays, **attrs)
     if type(data) is not _ndarray:  # NumPy reductions return scalars
         data = _as_output(ctx, data)
 
     # 3. the output tensor (a view shares its base's version counter)
-    out = _make_tensor(data, record, ctx if record else None)
+    record = True in needs
+    out = _new(Tensor)  # Tensor._make(data, record, ctx), without a call
+    out.data, out._grad, out.requires_grad, out.grad_fn = data, None, record, ctx if record else None
+    out.name, out._vc, out._view, out._acc = None, [0], None, _dead
     if cls.view:
         _share_version(out, inputs, arrays, cls.view)
 
-    # 4. the node: its edges, and one record per saved value
+    # 4. the node: its edges, and a record of each saved input or output
     if record:
         _link(ctx, inputs, arrays, edges, out)
     return out
 
 
 def _link(ctx: Context, inputs: tuple, arrays: list, edges: list, out) -> None:
-    """Make ``ctx`` the output's node: its edges, and one SavedValue per saved value."""
+    """Make ``ctx`` the output's node: its edges, and a SavedValue for each saved value
+    that is an input's data or the output's (with its version, so that an in-place
+    change before backward is caught)."""
     ctx.parents = tuple(edges)
     ctx._refs = None if None not in edges else _weak_refs(inputs, edges)
     ctx._out = _weakref(out)
     ctx.out_shape = out.data.shape
-    if ctx.saved_values:
-        ctx.saved_values = _saved_records(ctx.saved_values, arrays, inputs, out)
+    stamps = []
+    for v in ctx.saved:
+        if v is out.data:
+            stamps.append(_record((v, -1, out._vc, out._vc[0])))
+        elif v is not None:
+            for i, a in enumerate(arrays):
+                if v is a:
+                    t = inputs[i]  # a number or array given as an input has no version counter
+                    c = t._vc if isinstance(t, Tensor) else None
+                    stamps.append(_record((v, i, c, 0 if c is None else c[0])))
+                    break
+    if stamps:
+        ctx._stamps = tuple(stamps)
     for t in inputs:
-        if type(t) is Tensor and t._view is not None:
+        if t.__class__ is Tensor and t._view is not None:
             _check_view_input(ctx, t)
 
 
@@ -782,9 +792,9 @@ def _constant(op: str, v: Any, dtype) -> np.ndarray:
 
 def _as_output(ctx: Context, raw: Any) -> np.ndarray:
     data = np.asarray(raw)
-    saved = ctx.saved_values
+    saved = ctx.saved
     if saved:  # a saved output must stay the output itself
-        ctx.saved_values = tuple(data if v is raw else v for v in saved)
+        ctx.saved = tuple(data if v is raw else v for v in saved)
     return data
 
 
@@ -812,4 +822,3 @@ def _check_view_input(ctx: Context, t) -> None:
 # Tensors, and tensor.py (which imports this module first) is complete by the time any op runs.
 from .tensor import Tensor, as_tensor  # noqa: E402
 
-_make_tensor = Tensor._make

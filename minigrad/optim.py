@@ -143,8 +143,11 @@ class Optimizer:
         name, check_finite, state = type(self).__name__, self.check_finite, self.state
         live = []
         for i, p in enumerate(self.params):  # check everything before changing anything
-            if p.grad is not None:
-                _check_param(name, i, p, check_finite)
+            g = p.grad
+            if g is not None:
+                if (check_finite or type(g) is not np.ndarray or g.shape != p.data.shape
+                        or g.dtype.kind != "f" or not p.data.flags.writeable):
+                    _check_param(name, i, p, check_finite)  # raises, unless the grad will do
                 s = state.get(i)
                 if s is not None and not self._state_fits(s, p.data.shape):
                     self._check_state(f"{name}.step", i, p, s)  # raises, saying what is wrong
@@ -362,7 +365,9 @@ class SGD(Optimizer):
     def _update(self, i: int, p: Tensor) -> None:
         d, g, mu = p.data, p.grad, self.momentum
         if not mu:
-            if d.size <= _BLOCK:
+            if d.size <= _BLOCK and not self.weight_decay:
+                d -= self.lr * g
+            elif d.size <= _BLOCK:
                 _sgd(d, g, self.lr, self.weight_decay)
             else:
                 _blockwise(_sgd, (d,), (g,), self.lr, self.weight_decay)
