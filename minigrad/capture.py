@@ -84,8 +84,8 @@ def watch(report: Callable[..., Any]) -> Iterator[None]:
     *before* the change; ``report`` may raise to refuse it).
     """
     me = threading.get_ident()
-    saved = {k: Tensor.__dict__[k] for k in ("data", "grad", "__bool__", "__len__", "_inplace")
-             + _SHAPE_ATTRS}
+    saved = {k: Tensor.__dict__[k] for k in ("data", "grad", "dtype", "__bool__", "__len__",
+                                             "_inplace") + _SHAPE_ATTRS}
     slot_data, slot_grad = saved["data"], saved["grad"]
 
     def get_data(self):
@@ -117,12 +117,10 @@ def watch(report: Callable[..., Any]) -> Iterator[None]:
         set_grad(self, None)
 
     def shape_prop(name):
-        plain = saved[name]
-
         def get(self):
             if threading.get_ident() == me and not _caller().startswith(_DATA_OK):
                 report("shape", self, name)
-            return plain.__get__(self, Tensor)
+            return getattr(slot_data.__get__(self, Tensor), name)  # not a read of .data
         return property(get)
 
     def as_bool(self):
@@ -141,6 +139,7 @@ def watch(report: Callable[..., Any]) -> Iterator[None]:
         return saved["_inplace"](self, what, op, value, **attrs)
 
     Tensor.data = property(get_data, set_data)
+    Tensor.dtype = property(lambda self: slot_data.__get__(self, Tensor).dtype)  # not a read
     Tensor.grad = property(get_grad, set_grad, del_grad)
     Tensor.__bool__ = as_bool
     Tensor.__len__ = length

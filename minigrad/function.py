@@ -644,12 +644,14 @@ class Function:
 def _apply(cls: type[Function], inputs: tuple, attrs: dict, forward: Callable):
     """The four steps of recording an op; returns its output."""
     # 1. the inputs' arrays, and the edge a gradient would take back to each
-    enabled, constants = _state.grad_enabled, False
+    enabled, constants, views = _state.grad_enabled, False, False
     arrays, needs, edges = [], [], []
     for t in inputs:
         if type(t) is not Tensor and not isinstance(t, Tensor):
             constants = True  # a number or an array: a constant, converted below
             t = _NO_TENSOR
+        elif t._view is not None:
+            views = True  # checked in step 4
         arrays.append(t.data)
         if t.requires_grad and enabled:
             needs.append(True)
@@ -680,6 +682,8 @@ def _apply(cls: type[Function], inputs: tuple, attrs: dict, forward: Callable):
     # 4. the node: its edges, and a record of each saved input or output
     if record:
         _link(ctx, inputs, arrays, edges, out)
+        if views:
+            _check_view_inputs(ctx, inputs)
     return out
 
 
@@ -704,9 +708,6 @@ def _link(ctx: Context, inputs: tuple, arrays: list, edges: list, out) -> None:
                     break
     if stamps:
         ctx._stamps = tuple(stamps)
-    for t in inputs:
-        if t.__class__ is Tensor and t._view is not None:
-            _check_view_input(ctx, t)
 
 
 class _NoTensor:
@@ -810,12 +811,14 @@ def _share_version(out, inputs: tuple, arrays: list, view: bool | str) -> None:
             return
 
 
-def _check_view_input(ctx: Context, t) -> None:
-    if t.grad_fn is not None and t._vc[0] != t._view[0]:
-        raise RuntimeError(
-            f"{ctx.name}: an input (shape {t.shape}) is a view made by '{t.op}' whose base "
-            f"was changed in place after the view was made; its recorded history no longer "
-            f"matches its values. Make the view again after the in-place change.")
+def _check_view_inputs(ctx: Context, inputs: tuple) -> None:
+    for t in inputs:
+        if (isinstance(t, Tensor) and t._view is not None and t.grad_fn is not None
+                and t._vc[0] != t._view[0]):
+            raise RuntimeError(
+                f"{ctx.name}: an input (shape {t.shape}) is a view made by '{t.op}' whose base "
+                f"was changed in place after the view was made; its recorded history no longer "
+                f"matches its values. Make the view again after the in-place change.")
 
 
 # The core's one import cycle, closed here where a reader sees it: Function.apply makes
