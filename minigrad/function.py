@@ -306,10 +306,12 @@ class Context:
     """
 
     # The fixed fields live in slots (one node is made per op call); an op's own
-    # attributes go to __dict__, so ``vars(ctx)`` holds exactly those. ``_stamps`` holds
-    # the SavedValue of each saved value that is an input's or the output's data.
+    # attributes go to __dict__, so ``vars(ctx)`` holds exactly those, except the two that
+    # most ops keep (their inputs' ``shapes`` and ``dtypes``), which have slots too, so that
+    # an elementwise op's node needs no dict. ``_stamps`` holds the SavedValue of each
+    # saved value that is an input's or the output's data.
     __slots__ = ("fn", "saved", "needs_input_grad", "parents", "out_shape", "_stamps", "_refs",
-                 "_out", "__dict__", "__weakref__")
+                 "_out", "shapes", "dtypes", "__dict__", "__weakref__")
     # Rarely set, so class-level defaults: an instance sets them (in __dict__) only when needed.
     _retain = False               # the output asked for retain_grad()
     _hooks: tuple = ()            # the output's register_hook callables
@@ -721,10 +723,12 @@ _NO_TENSOR = _NoTensor()
 _weakref = weakref.ref
 
 
-def _weak_refs(inputs: tuple, edges: list) -> tuple:
-    """Weak references to the inputs that have no edge but are Tensors (for ``node.inputs``)."""
-    return tuple([_weakref(t) if e is None and isinstance(t, Tensor) else None
+def _weak_refs(inputs: tuple, edges: list) -> tuple | None:
+    """Weak references to the inputs that have no edge but are Tensors (for ``node.inputs``);
+    None when there is none (the other inputs are numbers and arrays)."""
+    refs = tuple([_weakref(t) if e is None and isinstance(t, Tensor) else None
                   for t, e in zip(inputs, edges)])
+    return refs if refs.count(None) != len(refs) else None
 
 
 _new = object.__new__
