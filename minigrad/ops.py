@@ -933,8 +933,11 @@ def _check_targets(name: str, target, n: int, c: int) -> np.ndarray:
     if t.shape != (n,):
         raise ValueError(f"{name}: expected {n} targets (shape ({n},)) for input of shape "
                          f"({n}, {c}), got shape {t.shape}")
-    # Negative ids wrap around to huge unsigned values, so one max() checks both ends.
-    if n and t.astype(np.uint64).max() >= c:
+    # Negative ids wrap around to huge unsigned values, so one max() checks both ends
+    # (a 64-bit array is read as unsigned in place; np.maximum.reduce is ndarray.max
+    # without its Python wrapper).
+    u = t.view(np.uint64) if t.dtype.itemsize == 8 else t.astype(np.uint64)
+    if n and np.maximum.reduce(u) >= c:
         bad = t[(t < 0) | (t >= c)]
         raise ValueError(f"{name}: targets must lie in [0, {c - 1}] for {c} classes, got {bad[:5].tolist()}")
     return t
@@ -1008,11 +1011,12 @@ class CrossEntropyWithLogits(Function):
         t = _check_targets("cross_entropy_with_logits", target, *z.shape)
         n = z.shape[0]
         rows = np.arange(n)
-        logp = z - z.max(axis=1, keepdims=True)  # <= 0, so exp never overflows
-        logp -= np.log(np.exp(logp).sum(axis=1, keepdims=True))
+        # (the ufuncs' reduce: z.max and .sum, without their Python wrappers)
+        logp = z - np.maximum.reduce(z, axis=1, keepdims=True)  # <= 0: exp never overflows
+        logp -= np.log(np.add.reduce(np.exp(logp), axis=1, keepdims=True))
         ctx.save_for_backward(logp)
         ctx.idx = (rows, t)
-        return np.asarray(-logp[rows, t].sum() / n, dtype=z.dtype)
+        return np.asarray(-np.add.reduce(logp[rows, t]) / n, dtype=z.dtype)
 
     @staticmethod
     def backward(ctx, g):
