@@ -202,6 +202,13 @@ class Module:
     def __call__(self, *args):
         return self.forward(*args)
 
+    def __init_subclass__(cls, **kwargs):
+        # module(x) runs forward(x): a class that defines forward is called straight
+        # through it (one Python call per layer, not two), unless it defines __call__.
+        super().__init_subclass__(**kwargs)
+        if "forward" in vars(cls) and "__call__" not in vars(cls):
+            cls.__call__ = cls.forward
+
     def named_parameters(self, prefix: str = "") -> Iterator[tuple[str, Tensor]]:
         seen: set[int] = set()
         for name, value in vars(self).items():
