@@ -1,12 +1,14 @@
-"""The checks of notebook 15's exercises Q1-Q4 and Q6 (minigrad.checks.nb15) reject plausible wrong answers
+"""The checks of notebook 15's exercises Q1-Q8 (minigrad.checks.nb15) reject plausible wrong answers
 with a message that names the slip, and accept correct ones written differently."""
 
+import contextlib
 from collections import deque
 
 import numpy as np
 import pytest
 
 import minigrad as mg
+from minigrad import Tensor
 from minigrad.checks import nb15
 from minigrad.function import AccumulateGrad
 
@@ -451,3 +453,153 @@ def test_q8_correct_answers_pass(key_of):
 def test_q8_wrong_answers_are_named(key_of, cache_graphs, phrase):
     with pytest.raises(AssertionError, match=phrase):
         nb15.check_guard(*make_compiled(key_of, cache_graphs), signed)
+
+
+
+# ---------------------------------------------------------------- Q7
+
+calls7, peak7 = {"layer": 0}, {"segment": 0}
+
+
+def layer7(h, w):  # the notebook's layer: it counts its calls
+    calls7["layer"] += 1
+    return (h @ w).tanh()
+
+
+X7 = np.random.default_rng(7).standard_normal((32, 48))
+W7 = [np.random.default_rng(70 + k).standard_normal((48, 48)) / 7 for k in range(16)]
+
+
+def checkpointed(
+    first_pass_recorded=False,
+    keep_every_activation=False,
+    boundary_after_layer_k=False,
+    ones_for_every_segment=False,
+    peak_after_grad=False,
+    input_not_a_leaf=False,
+    only_full_segments=False,
+    rebuild_all_first=False,
+    layer=layer7,
+):
+    """The notebook's solution (all False), or it with one slip a learner might make."""
+
+    def checkpointed_grads(x, weights, seg):
+        ws = [Tensor(w, requires_grad=True) for w in weights]
+        bounds, every = [x], []
+        with contextlib.nullcontext() if first_pass_recorded else mg.no_grad():
+            h = Tensor(x)
+            for k, w in enumerate(ws):
+                h = layer(h, w)
+                if keep_every_activation:
+                    every.append(h.data)
+                if boundary_after_layer_k:
+                    cut = k % seg == 0 and k > 0  # the output of layer k, where layer k - 1's is due
+                else:
+                    cut = (k + 1) % seg == 0 and k + 1 < len(ws)
+                if cut:
+                    bounds.append(h.data)
+        n_seg = len(ws) // seg if only_full_segments else len(bounds)
+
+        def rebuild(s):
+            inp = Tensor(bounds[s], requires_grad=not input_not_a_leaf)
+            out = inp
+            for w in ws[s * seg : (s + 1) * seg]:
+                out = layer(out, w)
+            if not peak_after_grad:
+                peak7["segment"] = max(peak7["segment"], q6_reference(out))
+            return inp, out
+
+        rebuilt = {s: rebuild(s) for s in range(n_seg)} if rebuild_all_first else {}
+        grads, g = [None] * len(ws), np.ones_like(h.data)
+        for s in reversed(range(n_seg)):
+            inp, out = rebuilt.pop(s) if rebuild_all_first else rebuild(s)
+            lo, hi = s * seg, min((s + 1) * seg, len(ws))
+            res = mg.grad(out, [inp] + ws[lo:hi], grad_output=g)
+            if peak_after_grad:
+                peak7["segment"] = max(peak7["segment"], q6_reference(out))
+            if not ones_for_every_segment:
+                g = res[0].data
+            grads[lo:hi] = [r.data for r in res[1:]]
+        return grads
+
+    return checkpointed_grads
+
+
+def q7_with_backward(x, weights, seg):  # a dict of boundaries, detach() and backward() instead of mg.grad
+    ws = [Tensor(w, requires_grad=True) for w in weights]
+    starts = range(0, len(ws), seg)
+    boundary = {}
+    with mg.no_grad():
+        h = Tensor(x)
+        for k, w in enumerate(ws):
+            if k in starts:
+                boundary[k] = h
+            h = layer7(h, w)
+    upstream = np.ones_like(h.data)
+    for lo in reversed(starts):
+        inp = boundary.pop(lo).detach().requires_grad_()
+        out = inp
+        for w in ws[lo : lo + seg]:
+            out = layer7(out, w)
+        peak7["segment"] = max(peak7["segment"], q6_own_walk(out))
+        out.backward(upstream)
+        upstream = inp.grad
+    return [w.grad for w in ws]
+
+
+def q7_plain(x, weights, seg):  # plain backprop: nothing recomputed
+    ws = [Tensor(w, requires_grad=True) for w in weights]
+    h = Tensor(x)
+    for w in ws:
+        h = layer7(h, w)
+    return [g.data for g in mg.grad(h.sum(), ws)]
+
+
+@pytest.mark.parametrize("f", [checkpointed(), q7_with_backward], ids=["notebook's", "backward() and .grad"])
+def test_q7_correct_answers_pass(f):
+    nb15.check_checkpointed_grads(f, calls7, peak7, X7, W7, seg=4)
+
+
+def test_q7_leaves_calls_and_peak_as_they_were():
+    calls7["layer"], peak7["segment"] = 32, 49152
+    nb15.check_checkpointed_grads(checkpointed(), calls7, peak7, X7, W7, seg=4)
+    assert calls7 == {"layer": 32} and peak7 == {"segment": 49152}
+
+
+def test_q7_also_runs_a_seg_that_leaves_a_shorter_last_segment():
+    assert nb15.uneven_seg(16, 4) == 5 and nb15.uneven_seg(12, 2) == 5 and nb15.uneven_seg(16, 16) == 17
+
+
+@pytest.mark.parametrize(
+    "f, phrase",
+    [
+        (checkpointed(first_pass_recorded=True), "recorded 64 ops in a graph, more than the 33 .*no_grad"),
+        (checkpointed(keep_every_activation=True), "up to 17 outputs .*keep only every seg-th activation"),
+        (checkpointed(boundary_after_layer_k=True), "the last segment's too, .* Check the boundaries"),
+        (checkpointed(ones_for_every_segment=True), "the last segment's gradients are right.*grad_output=g"),
+        (checkpointed(peak_after_grad=True), "peak\\['segment'\\] is 0 bytes.*before calling grad"),
+        (checkpointed(input_not_a_leaf=True),
+         "(?s)not require grad.*hint: rebuild each segment from a fresh leaf"),
+        (checkpointed(only_full_segments=True), "seg = 5 .*\\[15\\] got no gradient.*last segment is short"),
+        (checkpointed(rebuild_all_first=True), "only one rebuilt segment should be alive at a time"),
+        (checkpointed(layer=lambda h, w: (h @ w).tanh()), "calls\\['layer'\\] is 0, but 32 layers ran"),
+        (lambda x, weights, seg: checkpointed()(x, weights, seg)[::-1], "some are in the wrong place"),
+        (q7_plain, "the layers ran 16 times for 16 layers: each should run twice"),
+    ],
+    ids=[
+        "first pass recorded",
+        "every activation kept",
+        "boundaries off by one",
+        "ones for every segment",
+        "peak taken after grad",
+        "segment input not a leaf",
+        "short last segment dropped",
+        "all segments rebuilt at once",
+        "layers not counted",
+        "gradients reversed",
+        "nothing recomputed",
+    ],
+)
+def test_q7_wrong_answers_are_named(f, phrase):
+    with pytest.raises(AssertionError, match=phrase):
+        nb15.check_checkpointed_grads(f, calls7, peak7, X7, W7, seg=4)

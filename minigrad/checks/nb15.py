@@ -1,4 +1,4 @@
-"""Checks of notebook 15's exercises Q1 to Q6 and Q8 (Q7 is checked in the notebook).
+"""Checks of notebook 15's exercises Q1 to Q8.
 
 * ``check_recorded_ops(recorded_ops)`` (Q1): op names (not nodes), sorted, each once, without the leaves'
   ``accumulate_grad``, for both branches of a data-dependent function, a node reached along two paths,
@@ -16,6 +16,11 @@
 * ``check_saved_activation_bytes(saved_activation_bytes)`` (Q6): nothing under ``no_grad``; the bytes
   ``minigrad.saved_memory`` gives without the weights, for an MLP, for a cross-entropy at the end (its
   row indices and labels are in ``node.arrays()``), and for a view of a saved array (one buffer).
+* ``check_checkpointed_grads(checkpointed_grads, calls, peak, x, weights, seg)`` (Q7): gradients equal to
+  plain backprop's and to ``minigrad.checkpoint_sequential``'s, for ``seg`` and for a length that leaves a
+  shorter last segment; every layer run twice and counted; and, watched while it runs, no more ops recorded
+  than one plain forward pass, one rebuilt segment alive at a time, only the boundaries kept from the first
+  pass, and ``peak['segment']`` equal to the most the rebuilt segments kept.
 * ``check_guard(compiled, cache, traces, signed)`` (Q8): one trace per branch, keyed by the very condition
   ``signed`` tests, and right answers where a stand-in key (the sign of x[0], a sum >= 0) goes wrong.
 """
@@ -23,11 +28,13 @@
 from __future__ import annotations
 
 import sys
+import weakref
 
 import numpy as np
 
 import minigrad as mg
 from minigrad import Tensor
+from minigrad.function import AccumulateGrad
 
 from ._op_checks import attempt
 
@@ -333,3 +340,165 @@ def check_guard(compiled, cache, traces, signed) -> None:
         f"of x is positive (a sum of 0 takes the tanh branch), not a stand-in such as the sign of x[0]")
     assert traces["n"] == len(cache) == 2, \
         f"{traces['n']} traces and {len(cache)} cached graphs after more inputs: still one per branch"
+
+
+# ---------------------------------------------------------------- Q7
+
+
+def _owner(a):
+    """The array that owns a's memory (a itself, or the base a view was made from)."""
+    while isinstance(a.base, np.ndarray):
+        a = a.base
+    return a
+
+
+def _tanh_layer(h, w):
+    return (h @ w).tanh()
+
+
+def watch_graphs(fn, *args):
+    """``fn(*args)``, watched op by op. After every op: the bytes that all the backward nodes alive keep for
+    backward (each buffer once, the leaves' data left out: Q6's accounting), and how many outputs of ops
+    recorded in no graph are still alive. Returns ``(result, most bytes kept at once, ops recorded in a
+    graph, most unrecorded outputs alive at once, op counts)``."""
+    nodes, stats, loose = weakref.WeakSet(), {"peak": 0, "recorded": 0, "loose": 0}, []
+
+    def hook(event, op, inputs, out, attrs):
+        if event != "forward":
+            return
+        if out.grad_fn is not None:
+            nodes.add(out.grad_fn)
+            stats["recorded"] += 1
+        else:
+            loose.append(weakref.ref(out.data))
+        stats["loose"] = max(stats["loose"], sum(r() is not None for r in loose))
+        live = list(nodes)
+        leaves = {id(_owner(p.variable.data)) for n in live for p in n.parents if isinstance(p, AccumulateGrad)}
+        buffers = {id(_owner(a)): _owner(a).nbytes for n in live for a in n.arrays()}
+        stats["peak"] = max(stats["peak"], sum(b for k, b in buffers.items() if k not in leaves))
+
+    with mg.count_ops() as counted, mg.op_hook(hook):
+        result = fn(*args)
+    return result, stats["peak"], stats["recorded"], stats["loose"], counted
+
+
+def _plain_reference(x, weights):
+    """Plain backprop through the tanh chain, loss = sum(h_L): the gradient of every weight."""
+    ws = [Tensor(w, requires_grad=True) for w in weights]
+    h = Tensor(x)
+    for w in ws:
+        h = _tanh_layer(h, w)
+    return [g.data for g in mg.grad(h.sum(), ws)]
+
+
+def _layers_in(segments):
+    return ", ".join(f"{lo}-{hi - 1}" if hi - 1 > lo else f"{lo}" for lo, hi in segments)
+
+
+def checkpointed_grads_problem(checkpointed_grads, calls, peak, x, weights, seg) -> str | None:
+    """None if ``checkpointed_grads(x, weights, seg)`` checkpoints the chain correctly, else what is wrong."""
+    n_layers = len(weights)
+    segments = [(lo, min(lo + seg, n_layers)) for lo in range(0, n_layers, seg)]
+    case = f"{n_layers} layers, seg = {seg} (segments of layers {_layers_in(segments)})"
+    plain, plain_peak, plain_recorded, _, _ = watch_graphs(_plain_reference, x, weights)
+    calls["layer"], peak["segment"] = 0, 0
+    hint = ("rebuild each segment from a fresh leaf, Tensor(boundary, requires_grad=True), with recording on, "
+            "and return one gradient array per layer")
+    result, ckpt_peak, ckpt_recorded, ckpt_loose, counted = attempt(
+        f"checkpointed_grads(x, weights, seg={seg})", hint, watch_graphs, checkpointed_grads, x, weights, seg)
+    try:
+        grads = [None if g is None else np.asarray(getattr(g, "data", g)) for g in result]
+    except TypeError:
+        return f"{case}: checkpointed_grads returned {type(result).__name__}; return a list of arrays, one per layer"
+    if len(grads) != n_layers:
+        return f"{case}: {len(grads)} gradients returned for {n_layers} layers: return one per layer, in order"
+    right = [g is not None and g.shape == p.shape and np.allclose(g, p, rtol=0, atol=1e-12)
+             for g, p in zip(grads, plain)]
+    if not all(right):
+        missing = [k for k, g in enumerate(grads) if g is None]
+        wrong = [k for k, ok in enumerate(right) if not ok]
+        lo_last = segments[-1][0]
+        if missing:
+            return (f"{case}: layers {missing} got no gradient. Every layer belongs to one segment; when seg does "
+                    f"not divide the number of layers, the last segment is shorter: start a segment at every "
+                    f"multiple of seg (range(0, len(weights), seg)) and end it at min(lo + seg, len(weights))")
+        if all(any(g.shape == p.shape and np.allclose(g, p, rtol=0, atol=1e-12) for p in plain) for g in grads):
+            return (f"{case}: every gradient is right, but some are in the wrong place: the list must hold "
+                    f"layer k's gradient at position k, however the segments are visited")
+        if all(right[lo_last:]):
+            return (f"{case}: the last segment's gradients are right, those of layers {wrong} are not. Only the "
+                    f"last segment starts from ones (the gradient of sum(h_L)); each segment below starts from g, "
+                    f"the gradient of its output (grad_output=g), which is res[0] of the segment above: the "
+                    f"gradient of that segment's input, a fresh leaf that requires grad")
+        return (f"{case}: the gradients of layers {wrong} differ from plain backprop, the last segment's too, so "
+                f"a segment starts from the wrong activation. Check the boundaries: the segment of layers lo to "
+                f"hi - 1 starts from the output of layer lo - 1 (the input x for lo = 0), the activation the "
+                f"first pass kept after every seg-th layer")
+    ran = counted.forward["tanh"]
+    if calls["layer"] != ran:
+        return (f"{case}: calls['layer'] is {calls['layer']}, but {ran} layers ran: evaluate every layer, in the "
+                f"first pass and in the rebuilt segments, with the given layer(h, w), which counts")
+    if ran != 2 * n_layers:
+        return (f"{case}: the layers ran {ran} times for {n_layers} layers: each should run twice, once in the "
+                f"first forward pass and once when its segment is rebuilt from the saved boundary (not from x)")
+    if ckpt_recorded > plain_recorded:
+        return (f"{case}: checkpointed_grads recorded {ckpt_recorded} ops in a graph, more than the "
+                f"{plain_recorded} of one ordinary forward pass: run the first forward pass under "
+                f"`with minigrad.no_grad():`, so that only the rebuilt segments are recorded")
+    if ckpt_peak >= plain_peak / 2:
+        return (f"{case}: while checkpointed_grads ran, the graphs alive kept up to {ckpt_peak:,} bytes for "
+                f"backward at once, against {plain_peak:,} without checkpointing: the first forward pass (under "
+                f"no_grad) should keep nothing, and only one rebuilt segment should be alive at a time (rebuild "
+                f"a segment, run its backward, then go on to the one below)")
+    boundaries = len(segments) - 1
+    # While a layer runs, its input, the matmul's output and its own output are alive; one more to spare.
+    if ckpt_loose > boundaries + 4:
+        return (f"{case}: up to {ckpt_loose} outputs of the unrecorded forward pass were alive at once, for "
+                f"{boundaries} boundaries after the input: keep only every seg-th activation (the boundaries), "
+                f"and let the others go")
+    if peak["segment"] != ckpt_peak:
+        return (f"{case}: peak['segment'] is {peak['segment']:,} bytes, but the largest rebuilt segment kept "
+                f"{ckpt_peak:,}: store max(peak['segment'], saved_activation_bytes(out)) after rebuilding each "
+                f"segment and before calling grad, which frees what it saved")
+    ws_pkg = [Tensor(w, requires_grad=True) for w in weights]
+    with mg.count_ops() as pkg_ops:
+        layers = [lambda h, w=w: _tanh_layer(h, w) for w in ws_pkg]
+        pkg = mg.grad(mg.checkpoint_sequential(layers, len(segments), Tensor(x)).sum(), ws_pkg)
+    if not all(np.allclose(g, p.data, rtol=0, atol=1e-12) for g, p in zip(grads, pkg)):
+        return f"{case}: your gradients differ from minigrad.checkpoint_sequential's"
+    if pkg_ops.forward["tanh"] != ran:
+        return (f"{case}: checkpoint_sequential runs each layer {pkg_ops.forward['tanh']} times in all, "
+                f"you {ran}")
+    return None
+
+
+def uneven_seg(n_layers: int, seg: int) -> int:
+    """The next segment length after ``seg`` that does not divide ``n_layers`` (the last segment is shorter)."""
+    s = seg + 1
+    while n_layers % s == 0 and s < n_layers:
+        s += 1
+    return s
+
+
+def check_checkpointed_grads(checkpointed_grads, calls, peak, x, weights, seg) -> None:
+    """Q7: ``checkpointed_grads(x, weights, seg)`` for the chain h_{k+1} = tanh(h_k W_k), loss = sum(h_L).
+
+    It is run for ``seg`` and for a segment length that does not divide the number of layers (a shorter
+    last segment), each time with ``calls['layer']`` and ``peak['segment']`` set to 0 first, and watched
+    while it runs (``watch_graphs``). Required, in this order: one gradient per layer equal to plain
+    backprop's (a wrong place, a missing layer, a segment started from ones instead of the gradient of its
+    output, or from the wrong boundary are named); ``calls['layer']`` equal to the layers that ran, twice
+    the number of layers; no more ops recorded than one plain forward pass (the first pass under
+    ``no_grad``); the graphs alive at any moment keeping less than half of what plain backprop keeps (one
+    rebuilt segment at a time); no more unrecorded outputs alive at once than the boundaries and four
+    more; ``peak['segment']`` equal to the most the graphs alive kept; and the gradients and layer count
+    of ``minigrad.checkpoint_sequential``. ``calls`` and ``peak`` are left as they were.
+    """
+    kept = dict(calls), dict(peak)
+    try:
+        for s in (seg, uneven_seg(len(weights), seg)):
+            problem = checkpointed_grads_problem(checkpointed_grads, calls, peak, x, weights, s)
+            assert problem is None, problem
+    finally:
+        calls.update(kept[0])
+        peak.update(kept[1])
