@@ -52,7 +52,7 @@ def topological_order(root: Tensor | Any) -> list:
     order: list = []
     seen: set = set()  # nodes hash by identity
     for r in roots:
-        start = (r.grad_fn or gradient_edge(r)) if isinstance(r, Tensor) else r
+        start = gradient_edge(r) if isinstance(r, Tensor) else r
         if start is None or start in seen:
             continue
         seen.add(start)
@@ -323,6 +323,19 @@ def _run(roots: Any, grads: Any, wanted: dict | None, retain_graph: bool,
 
 def _store(found: list) -> None:
     """Add each gradient into its tensor's ``.grad``: all of them, after checking all."""
+    _check_grads(found)
+    handed_out: set = set()
+    for t, g in found:
+        old = t.grad
+        if old is not None and old.flags.writeable:
+            old += g  # in place, as PyTorch: a reference to .grad stays current
+            continue
+        g = _own(g, t.data.dtype, handed_out)
+        t.grad = g if old is None else old + g
+
+
+def _check_grads(found: list) -> None:
+    """Raise, before any ``.grad`` changes, if an existing ``.grad`` cannot take its gradient."""
     for t, _ in found:
         old = t.grad
         if old is not None and (type(old) is not np.ndarray or old.shape != t.data.shape):
@@ -330,17 +343,6 @@ def _store(found: list) -> None:
                 f"backward: the existing .grad of a tensor of shape {t.shape} has shape "
                 f"{np.shape(old)}; it cannot take a gradient of shape {t.shape}. Set .grad to "
                 f"None (zero_grad()) before backward.")
-    handed_out: set = set()
-    for t, g in found:
-        old = t.grad
-        if old is not None and old.flags.writeable:
-            old += g  # in place, as PyTorch: a reference to .grad stays current
-            continue
-        if type(g) is not np.ndarray or g.base is not None or id(g) in handed_out or (
-                g.dtype != t.data.dtype or not g.flags.writeable):
-            g = _own(g, t.data.dtype, handed_out)  # a private copy, in the tensor's dtype
-        handed_out.add(id(g))
-        t.grad = g if old is None else old + g
 
 
 def _own(g: Any, dtype, handed_out: set) -> np.ndarray:

@@ -649,7 +649,7 @@ def _apply(cls: type[Function], inputs: tuple, attrs: dict, forward: Callable):
     enabled, constants, views = _state.grad_enabled, False, False
     arrays, needs, edges = [], [], []
     for t in inputs:
-        if type(t) is not Tensor and not isinstance(t, Tensor):
+        if not isinstance(t, Tensor):
             constants = True  # a number or an array: a constant, converted below
             t = _NO_TENSOR
         elif t._view is not None:
@@ -675,21 +675,20 @@ def _apply(cls: type[Function], inputs: tuple, attrs: dict, forward: Callable):
 
     # 3. the output tensor (a view shares its base's version counter)
     record = True in needs
-    out = _new(Tensor)  # Tensor._make(data, record, ctx), without a call
-    out.data, out._grad, out.requires_grad, out.grad_fn = data, None, record, ctx if record else None
+    out = _new(Tensor)  # Tensor._make(data, record), without a call
+    out.data, out._grad, out.requires_grad, out.grad_fn = data, None, record, None
     out.name, out._vc, out._view, out._acc = None, [0], None, _dead
     if cls.view:
         _share_version(out, inputs, arrays, cls.view)
 
     # 4. the node: its edges, and a record of each saved input or output
     if record:
-        _link(ctx, inputs, arrays, edges, out)
-        if views:
-            _check_view_inputs(ctx, inputs)
+        out.grad_fn = ctx
+        _link(ctx, inputs, arrays, edges, out, views)
     return out
 
 
-def _link(ctx: Context, inputs: tuple, arrays: list, edges: list, out) -> None:
+def _link(ctx: Context, inputs: tuple, arrays: list, edges: list, out, views: bool) -> None:
     """Make ``ctx`` the output's node: its edges, and a SavedValue for each saved value
     that is an input's data or the output's (with its version, so that an in-place
     change before backward is caught)."""
@@ -710,6 +709,8 @@ def _link(ctx: Context, inputs: tuple, arrays: list, edges: list, out) -> None:
                     break
     if stamps:
         ctx._stamps = tuple(stamps)
+    if views:  # some input is a view: its base must not have changed since
+        _check_view_inputs(ctx, inputs)
 
 
 class _NoTensor:
