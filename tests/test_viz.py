@@ -461,7 +461,7 @@ def test_traced_graphs_and_compiled_steps_give_each_part_a_cue_besides_colour():
     nodes = _nodes(src)
     kinds = {_grey(a) for a in nodes.values()}
     assert len(kinds) == 4, kinds    # input (dotted), captured (double), op, output (bold)
-    assert "blue, double border: captured (requires grad)" in _caption(src)
+    assert "blue, double border: captured" in _caption(src) and "yellow, bold: output" in _caption(src)
 
     opt = mg.optim.SGD(model.parameters(), lr=0.1)
     data, labels = np.ones((2, 3)), np.array([0, 1])

@@ -398,8 +398,7 @@ def draw_static(graph, title: str | None = None, legend: bool = True) -> Graph:
         g.edge(f"v{r}", f"py{k}", style="dashed")
     caption = [title] if title else []
     if legend:
-        caption.append(legend_text(shown, {"root": "an output", "data": "input or constant",
-                                           "param": "captured (requires grad)"}))
+        caption.append(legend_text(shown, {"root": "output", "data": "input, constant", "param": "captured"}))
     if caption:
         g.attr(label="\n".join(caption), labelloc="b")
     return g
