@@ -3,16 +3,25 @@
 A Sphinx extension used by docs/conf.py. myst-nb turns each display output into
 a bundle that still holds every MIME type (the choice of one happens later,
 when the page is written), so this hook sees a graph's picture together with
-its DOT source, and a figure's picture together with its cell's code:
+its DOT source, and a figure's picture together with its cell's code. The alt
+text says what the picture shows, as a reader would put it:
 
-* a graph (its ``text/plain`` is DOT): "Computation graph: <caption>. N tensors
-  (x, w, ...) and M ops (matmul, relu, ...)." for drawings of tensors and ops,
-  "Diagram: <caption>. <the boxes' labels>" for other drawings;
-* a figure: its title and axis labels, if the output's ``text/plain`` says
-  something other than matplotlib's ``<Figure ...>``, else as the cell's code
-  sets them (``set_title("...")``, ``title="..."``, ``set_xlabel(...)``, ...),
-  else the cell's first comment line, else the heading the cell sits under.
+* a computation graph (its ``text/plain`` is DOT with tensors and ops): its
+  caption, then what it computes, written out (``z = matmul(x, w); loss =
+  sum(relu(z))``; a summary from its leaves to its root when that is too long
+  to read out), which leaves require grad and which need none, the gradients
+  when the boxes show them, and which node is highlighted or finished (a
+  step-by-step frame). The legend under a drawing (colours and borders) is
+  left out: it is about the picture's look, and the text already says it;
+* another drawing: "Diagram: <caption>. <the boxes' labels>";
+* a figure: what kind of picture a minigrad.viz function draws (a confusion
+  matrix, a grid of images...), then its title and axis labels, from the
+  output's ``text/plain`` if that says something other than matplotlib's
+  ``<Figure ...>``, else as the cell's code sets them (``set_title("...")``,
+  ``title="..."``, ``suptitle="..."``, ``set_xlabel(...)``, ...), else the
+  cell's first comment line, else the heading the cell sits under.
 
+TeX in a title or label is read out as text (``$e_1^\\top J$`` as "e_1ᵀ J").
 An ``alt`` given in the cell's metadata (myst-nb's ``mystnb.image.alt``) is
 kept. A picture still without alt text when a page is written is a warning,
 which ``make site`` (``sphinx-build -W``) turns into an error.
@@ -41,6 +50,8 @@ _TOKEN = re.compile(r'''
 
 
 IDS = ("id", "string")
+# The node attributes that say what state minigrad.viz drew a node in (its cue besides colour).
+STATE_ATTRS = ("peripheries", "style", "penwidth", "fontname")
 
 
 def _tokens(source: str) -> list[tuple[str, str]]:
@@ -94,7 +105,7 @@ def parse_dot(source: str) -> dict:
             found[name] = {"label": name, "shape": scopes[-1]["shape"],
                            "scope": scopes[-1] if len(scopes) > 2 else None}
         if a:
-            found[name].update({k: v for k, v in a.items() if k in ("label", "shape")})
+            found[name].update({k: v for k, v in a.items() if k in ("label", "shape") + STATE_ATTRS})
 
     def open_scope() -> None:
         scopes.append({"shape": scopes[-1]["shape"], "label": ""})
@@ -149,7 +160,8 @@ def parse_dot(source: str) -> dict:
     for name in order:
         n = found[name]
         nodes_out.append({"name": name, "label": n["label"], "shape": n["shape"],
-                          "cluster": n["scope"]["label"] if n["scope"] else ""})
+                          "cluster": n["scope"]["label"] if n["scope"] else "",
+                          **{k: n[k] for k in STATE_ATTRS if k in n}})
     return {"title": top.get("label", ""), "edges": edges, "nodes": nodes_out}
 
 
@@ -179,38 +191,219 @@ def _names(items: list[str]) -> str:
     return shown + (", …" if len(items) > MAX_NAMES else "")
 
 
+# The words a legend line of minigrad.viz starts its entries with: a colour or a cue.
+LEGEND_LEADS = ("blue", "grey", "yellow", "white", "pale yellow", "orange", "green", "red", "purple",
+                "ellipse", "others")
+
+
+def _is_legend(line: str) -> bool:
+    """Whether a caption line is a legend of minigrad.viz ("blue, double border: requires grad   ...")."""
+    parts = [p for p in re.split(r"\s{3,}", line.strip()) if p]
+    return bool(parts) and all(re.match(r"[a-z][a-z ]*(, [a-z ]+)?: \S", p)
+                               and p.split(":")[0].split(",")[0].strip() in LEGEND_LEADS for p in parts)
+
+
+def caption(title: str) -> str:
+    """A drawing's caption without its legend lines, on one line, TeX read out."""
+    lines = re.split(r"\\[lnr]|\n", title)
+    return tex_to_text(_one_line(" ".join(line for line in lines if not _is_legend(line))))
+
+
+def _lines(label: str) -> list[str]:
+    return [_one_line(x) for x in re.split(r"\\[lnr]|\n", label) if _one_line(x)]
+
+
+def _state(n: dict) -> str:
+    """What minigrad.viz's cues say about a node: 'param', 'data', 'root', 'focus', 'done' or ''."""
+    style = n.get("style", "")
+    if n.get("penwidth") == "3":
+        return "focus"
+    if "dashed" in style:
+        return "done"
+    if "Bold" in n.get("fontname", ""):
+        return "root"
+    if n.get("peripheries") == "2":
+        return "param"
+    if "dotted" in style:
+        return "data"
+    return ""
+
+
+def _and(items: list[str]) -> str:
+    items = list(dict.fromkeys(items))
+    if not items:
+        return ""
+    if len(items) > MAX_NAMES:
+        items = items[:MAX_NAMES] + ["…"]
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
+
+
+def _computation(g: dict, lead: str) -> str:
+    """Alt text of a computation graph: what it computes, from its leaves to its root."""
+    nodes = {n["name"]: n for n in g["nodes"]}
+    ops = [n for n in g["nodes"] if n["shape"] == "ellipse" and n["name"] != "hidden"]
+    boxes = [n for n in g["nodes"] if n["shape"] != "ellipse" and n["name"] != "hidden"
+             and n["shape"] != "note"]
+    into: dict[str, list[str]] = {}
+    out_of: dict[str, str] = {}
+    for a, b in g["edges"]:
+        if b in nodes and nodes[b]["shape"] == "ellipse":
+            into.setdefault(b, []).append(a)
+        if a in nodes and nodes[a]["shape"] == "ellipse" and b in nodes and nodes[b] in boxes:
+            out_of[a] = b
+
+    def name(n: dict) -> str:
+        return _first_line(n["label"])
+
+    uses = Counter(a for a, _ in g["edges"])
+    shared: dict[str, str] = {}  # a freed value read twice (s * s): written out once, under a name
+
+    def op_name(n: dict) -> tuple[str, str]:
+        """(the value it makes, the op): traced graphs label ops "v3 = matmul"."""
+        first = name(n)
+        if " = " in first:
+            value, op = first.split(" = ", 1)
+            return value, op
+        return "", first
+
+    def expr(src: str, depth: int = 0) -> str:
+        n = nodes.get(src)
+        if n is None or src == "hidden":
+            return "earlier nodes"
+        if n["shape"] != "ellipse":
+            return name(n)
+        value, op = op_name(n)
+        if value:
+            return value
+        if src in out_of:
+            return name(nodes[out_of[src]])
+        if src in shared:
+            return shared[src]
+        if depth > 6:
+            return "…"
+        return f"{op}({', '.join(expr(a, depth + 1) for a in into.get(src, []))})"
+
+    statements = []
+    for n in ops:
+        value, op = op_name(n)
+        target = value or (name(nodes[out_of[n["name"]]]) if n["name"] in out_of else "")
+        if not target and uses[n["name"]] > 1:
+            target = f"the {op}"
+            if target in shared.values():
+                target += f" {sum(v.startswith(target) for v in shared.values()) + 1}"
+        if target:
+            statements.append(f"{target} = {op}({', '.join(expr(a) for a in into.get(n['name'], []))})")
+            if not value and n["name"] not in out_of:
+                shared[n["name"]] = target
+    used = {a for a, _ in g["edges"]}
+    roots = [name(n) for n in boxes if n["name"] not in used] or [s.split(" = ")[0] for s in statements[-1:]]
+    by_state: dict[str, list[str]] = {}
+    for n in boxes + ops:
+        by_state.setdefault(_state(n), []).append(name(n) if n in boxes else op_name(n)[0] or name(n))
+    leaves = [name(n) for n in boxes if n["name"] not in out_of.values()]
+    parts = []
+    if statements:
+        parts.append("It computes " + "; ".join(statements))
+    else:  # nothing joined up: name what is there
+        parts.append(f"It shows {_and([name(n) for n in boxes])} and the op{'s' * (len(ops) != 1)} "
+                     f"{_and([op_name(n)[1] for n in ops])}")
+    hidden = [n for n in g["nodes"] if n["name"] == "hidden"]
+    if hidden:
+        parts.append(_first_line(hidden[0]["label"]))
+    if by_state.get("param"):
+        parts.append(f"{_and(by_state['param'])} require{'s' * (len(by_state['param']) == 1)} grad")
+    if by_state.get("data"):
+        parts.append(f"{_and(by_state['data'])} need{'s' * (len(by_state['data']) == 1)} no gradient")
+    grads = [(name(n), line[5:]) for n in boxes for line in _lines(n["label"]) if line.startswith("grad ")]
+    known = [(k, v) for k, v in grads if v != "None"]
+    if known:
+        parts.append("Gradients shown: " + ", ".join(f"{k} {v}" for k, v in known[:MAX_NAMES])
+                     + (", …" if len(known) > MAX_NAMES else ""))
+    elif grads:
+        parts.append("No tensor has a gradient yet")
+    if by_state.get("focus"):
+        parts.append(f"Highlighted: {_and(by_state['focus'])}")
+    if by_state.get("done"):
+        parts.append(f"Finished: {_and(by_state['done'])}")
+    parts = [p.rstrip(".") for p in parts]
+    text = f"Computation graph{lead} " + ". ".join(parts) + "."
+    if len(text) > MAX_ALT and statements:  # too long to read out: from the leaves to the root instead
+        counts = Counter(op_name(n)[1] for n in ops)
+        op_text = ", ".join(f"{op} ×{k}" if k > 1 else op for op, k in counts.items())
+        summary = (f"It computes {_and(roots) or 'its result'}" + (f" from {_and(leaves)}" if leaves else "")
+                   + f" in {len(ops)} op{'s' * (len(ops) != 1)} ({op_text})")
+        text = f"Computation graph{lead} " + ". ".join([summary] + parts[1:]) + "."
+    return _shorten(text)
+
+
 def graph_alt(dot_source: str) -> str:
     """Alt text for a Graphviz drawing, from its DOT source."""
     g = parse_dot(dot_source)
-    title = _one_line(g["title"])
+    title = caption(g["title"])
     ops = [n for n in g["nodes"] if n["shape"] == "ellipse" and n["name"] != "hidden"]
     boxes = [n for n in g["nodes"] if n["shape"] != "ellipse" and n["name"] != "hidden"]
     lead = f": {title.rstrip('.')}." if title else ":"
     if ops and boxes:
-        # Traced graphs label ops "v3 = matmul"; recorded graphs label them "matmul".
-        op_names = [_first_line(n["label"]).split("= ")[-1] for n in ops]
-        counts = Counter(op_names)
-        op_text = ", ".join(f"{op} ×{k}" if k > 1 else op for op, k in counts.items())
-        tensor_names = [_first_line(n["label"]) for n in boxes]
-        hidden = [n for n in g["nodes"] if n["name"] == "hidden"]
-        more = f" {_first_line(hidden[0]['label'])}." if hidden else ""
-        text = (f"Computation graph{lead} {len(boxes)} tensor{'s' * (len(boxes) != 1)} "
-                f"({_names(tensor_names)}) and {len(ops)} op{'s' * (len(ops) != 1)} ({op_text}).{more}")
-    else:
-        groups: dict[str, list[str]] = {}
-        for n in g["nodes"]:
-            groups.setdefault(_one_line(n["cluster"]), []).append(_one_line(_fields(n["label"])[0]))
-        parts = [(f"{cluster.rstrip('.')}: " if cluster else "") + "; ".join(labels)
-                 for cluster, labels in groups.items()]
-        text = f"Diagram{lead} {'. '.join(parts)}." if parts else f"Diagram{lead.rstrip(':')}"
-    return _shorten(text)
+        return _computation(g, lead)
+    groups: dict[str, list[str]] = {}
+    for n in g["nodes"]:
+        groups.setdefault(_one_line(n["cluster"]), []).append(_one_line(_fields(n["label"])[0]))
+    parts = [(f"{cluster.rstrip('.')}: " if cluster else "") + "; ".join(labels)
+             for cluster, labels in groups.items()]
+    text = f"Diagram{lead} {'. '.join(parts)}." if parts else f"Diagram{lead.rstrip(':')}"
+    return _shorten(tex_to_text(text))
+
+
+# ---------------------------------------------------------------- TeX, read out
+
+TEX_SYMBOLS = {
+    "top": "ᵀ", "otimes": "⊗", "odot": "⊙", "cdot": "·", "times": "×", "circ": "∘", "pm": "±",
+    "le": "≤", "leq": "≤", "ge": "≥", "geq": "≥", "neq": "≠", "approx": "≈", "sim": "~", "propto": "∝",
+    "infty": "∞", "sum": "Σ", "prod": "Π", "partial": "∂", "nabla": "∇", "to": "→", "rightarrow": "→",
+    "ldots": "…", "dots": "…", "cdots": "…", "in": "∈", "ell": "ℓ", "sqrt": "√", "|": "‖",
+    "alpha": "α", "beta": "β", "gamma": "γ", "delta": "δ", "Delta": "Δ", "epsilon": "ε",
+    "varepsilon": "ε", "eta": "η", "theta": "θ", "lambda": "λ", "mu": "μ", "pi": "π", "rho": "ρ",
+    "sigma": "σ", "Sigma": "Σ", "tau": "τ", "phi": "φ", "varphi": "φ", "omega": "ω",
+}
+
+
+def tex_to_text(text: str) -> str:
+    """TeX as a reader would say it: symbols as characters, no dollars, braces or backslashes."""
+    if "$" not in text and "\\" not in text:
+        return text
+    text = text.replace("$", "")
+    text = re.sub(r"\\(?:mathcal|mathbb|mathrm|mathbf|text|operatorname|boldsymbol)\s*\{([^{}]*)\}",
+                  r"\1", text)
+    text = re.sub(r"\\(?:mathcal|mathbb|mathrm|mathbf)\s+(\w)", r"\1", text)
+    text = re.sub(r"\\frac\s*\{([^{}]*)\}\s*\{([^{}]*)\}", r"(\1)/(\2)", text)
+    text = re.sub(r"\^\s*\\top\b", "ᵀ", text)
+    text = re.sub(r"\\(?:left|right|big|Big|bigg|Bigg)\b", "", text)
+    text = re.sub(r"\\[,;:! ]", " ", text)
+    text = re.sub(r"\\(\||[A-Za-z]+)", lambda m: TEX_SYMBOLS.get(m.group(1), m.group(1)), text)
+    text = re.sub(r"([\^_])\{([^{}]*)\}", lambda m: m.group(1) + (m.group(2) if len(m.group(2)) == 1
+                                                                 else f"({m.group(2)})"), text)
+    return re.sub(r"\s+", " ", text.replace("{", "").replace("}", "")).strip()
 
 
 # ------------------------------------------------------------------ figures
 
 TITLE_CALLS = {"set_title": "title", "title": "title", "suptitle": "title",
                "set_xlabel": "x", "xlabel": "x", "set_ylabel": "y", "ylabel": "y"}
-TITLE_KWARGS = {"title": "title", "xlabel": "x", "ylabel": "y"}
+TITLE_KWARGS = {"title": "title", "suptitle": "title", "xlabel": "x", "ylabel": "y"}
+# What the figure of a minigrad.viz function shows, when a cell calls one.
+FIGURE_KINDS = {
+    "plot_images": "Grid of images",
+    "plot_confusion": "Confusion matrix, true class against predicted class",
+    "plot_curves": "Training curves",
+    "plot_grad_flow": "Gradient size per layer",
+    "plot_activation_scale": "Activation scale per layer",
+    "plot_histograms": "Histograms per layer",
+    "plot_update_ratios": "Update-to-weight ratio per layer",
+    "plot_jacobian": "Heat map of a Jacobian",
+    "plot_scaling": "Cost against size",
+    "plot_memory_timeline": "Memory over one training step, stacked by category",
+    "plot_saved": "Bytes each op saves for backward, by kind",
+}
 
 
 def _text_of(node: ast.expr) -> str | None:
@@ -223,7 +416,7 @@ def _text_of(node: ast.expr) -> str | None:
 
 
 def _clean(text: str) -> str:
-    return _one_line(text.replace("$", ""))
+    return tex_to_text(_one_line(text))
 
 
 def figure_labels(cell_source: str) -> dict[str, list[str]]:
@@ -265,14 +458,34 @@ def first_comment(cell_source: str) -> str:
 MATPLOTLIB_REPR = re.compile(r"^<Figure size \d+x\d+ with (\d+) Axes>$")
 
 
+def figure_kind(cell_source: str) -> str:
+    """What the minigrad.viz function the cell calls draws ("" if it calls none)."""
+    try:
+        tree = ast.parse(cell_source)
+    except SyntaxError:
+        return ""
+    for call in sorted((n for n in ast.walk(tree) if isinstance(n, ast.Call)),
+                       key=lambda n: (n.lineno, n.col_offset)):
+        f = call.func
+        name = f.attr if isinstance(f, ast.Attribute) else getattr(f, "id", "")
+        if name in FIGURE_KINDS:
+            return FIGURE_KINDS[name]
+    return ""
+
+
 def figure_alt(text_plain: str, cell_source: str, heading: str = "") -> str:
     """Alt text for a figure: the output's own text, else what its cell's code
-    says (title, axis labels), else the cell's first comment, else its heading."""
+    says (what it plots, title, axis labels), else the cell's first comment, else its heading."""
     text_plain = text_plain.strip()
     m = MATPLOTLIB_REPR.match(text_plain)
     panels = int(m.group(1)) if m else 1
     if text_plain and not m and not text_plain.startswith("<"):
-        return _shorten(f"Figure: {text_plain}")
+        return _shorten(f"Figure: {tex_to_text(text_plain)}")
+    kind = figure_kind(cell_source)
+    if kind:
+        labels = figure_labels(cell_source)
+        words = "; ".join(labels["title"]) or first_comment(cell_source)
+        return _shorten(f"{kind}: {tex_to_text(words).rstrip('.')}." if words else f"{kind}.")
     labels = figure_labels(cell_source)
     parts = []
     if labels["title"]:
@@ -283,7 +496,7 @@ def figure_alt(text_plain: str, cell_source: str, heading: str = "") -> str:
     if not parts:
         comment = first_comment(cell_source)
         if comment:
-            parts.append(comment)
+            parts.append(tex_to_text(comment))
         elif heading:
             parts.append(f"a figure in the section “{_one_line(heading)}”")
         else:

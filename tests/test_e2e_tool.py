@@ -206,17 +206,46 @@ def test_the_browser_resolves_no_host_but_the_loopback():
 # --------------------------------------------------------- the website's alt text
 
 @needs_docutils
-def test_a_computation_graph_is_described_by_its_tensors_and_ops():
+def test_a_computation_graph_is_described_by_what_it_computes():
     import minigrad as mg
 
     x = mg.Tensor([[1.0, 2.0]], name="x")
     w = mg.Tensor([[0.5], [-1.0]], requires_grad=True, name="w")
-    loss = ((x @ w).relu() * (x @ w)).sum()
+    z = x @ w
+    z.name = "z"
+    loss = (z.relu() * z).sum()
+    loss.name = "loss"
     src = mg.viz.draw_graph(loss, title="a small graph").source
-    # the products and the relu output are held by no name: only their ops are drawn
+    assert "double border" in src            # the drawing has a legend; the alt text leaves it out
     assert alt_text.graph_alt(src) == (
-        "Computation graph: a small graph. 3 tensors (w, x, t5) "
-        "and 5 ops (matmul ×2, relu, mul, sum).")
+        "Computation graph: a small graph. It computes z = matmul(x, w); loss = sum(mul(relu(z), z)). "
+        "w requires grad. x needs no gradient.")
+    loss.backward()
+    after = alt_text.graph_alt(mg.viz.draw_graph(loss, show_grads=True, show_data=False).source)
+    # z's and loss's gradients are None: not listed
+    assert after.endswith("x needs no gradient. Gradients shown: w [[0.], [0.]]."), after
+    # A value read twice but held by no name is written out once, under a name.
+    s = (x @ w).sum()
+    square = s * s
+    del s
+    twice = alt_text.graph_alt(mg.viz.draw_graph(square).source)
+    assert "the sum = sum(matmul(x, w)); t3 = mul(the sum, the sum)" in twice, twice
+
+
+@needs_docutils
+def test_a_frame_says_which_node_is_this_step_and_which_are_finished():
+    import minigrad as mg
+
+    x = mg.Tensor(2.0, requires_grad=True, name="x")
+    a = x * 3
+    a.name = "a"
+    b = x ** 2
+    b.name = "b"
+    L = a * b
+    L.name = "L"
+    alt = alt_text.graph_alt(mg.viz.backward_steps(L).frame(3).source)
+    assert alt.startswith("Computation graph: step 3 of 4: a = mul(x, a constant) has its full gradient"), alt
+    assert "Highlighted: a. Finished: b and L." in alt and "orange" not in alt and "dashed" not in alt
 
 
 @needs_docutils
@@ -227,14 +256,14 @@ def test_a_folded_graph_says_what_it_hides():
     for _ in range(30):
         y = (y * 1.01).tanh()
     alt = alt_text.graph_alt(mg.viz.draw_graph(y, max_nodes=12).source)
-    assert alt == ("Computation graph: 1 tensor (t60) and 12 ops (mul ×6, tanh ×6). "
-                   "49 earlier nodes not shown.")
-    names = [f"t{i}" for i in range(12)]
+    assert alt == ("Computation graph: It computes t60 = tanh(mul(tanh(mul(tanh(mul(tanh(mul(…)))))))). "
+                   "49 earlier nodes not shown."), alt
     kept = [mg.Tensor(1.0, requires_grad=True)]
-    for _ in range(11):
-        kept.append(kept[-1] * 2.0)                  # every value held: a box each
+    for _ in range(80):
+        kept.append(kept[-1] * 2.0)                  # every value held: a box each, too long to read out
     alt = alt_text.graph_alt(mg.viz.draw_graph(kept[-1]).source)
-    assert alt.startswith("Computation graph: 12 tensors (" + ", ".join(names[:10]) + ", …)")
+    assert alt == "Computation graph: It computes t80 in 60 ops (mul ×60). 21 earlier nodes not shown.", alt
+    assert len(alt) <= alt_text.MAX_ALT
 
 
 @needs_docutils
@@ -270,7 +299,7 @@ ax.set_ylabel(r"$|dL/dW|$")
         "Figure with 2 panels: Loss falls; Accuracy after … steps. x axis: step, y axis: |dL/dW|.")
     assert alt_text.figure_alt("<Figure size 600x350 with 1 Axes>",
                                'fig = plot_curves(losses, title="Training loss", logy=True)') == (
-        "Figure: Training loss.")
+        "Training curves: Training loss.")
 
 
 @needs_docutils
@@ -282,6 +311,59 @@ def test_a_figure_without_titles_falls_back_to_its_comment_then_its_heading():
         "Figure: a figure in the section “9. Results”.")
     assert alt_text.figure_alt("A 28 x 28 digit, label 3", "show(x)") == "Figure: A 28 x 28 digit, label 3"
     assert alt_text.figure_alt("<matplotlib.image.AxesImage at 0x7f>", "show(x)") == "Figure: a figure."
+
+
+@needs_docutils
+def test_tex_is_read_out_and_a_plotting_function_says_what_it_draws():
+    assert alt_text.tex_to_text(r"one VJP with $v = e_1$ gives row 1, $e_1^\top J$") == \
+        "one VJP with v = e_1 gives row 1, e_1ᵀ J"
+    tex = r"$J_A = I_N \otimes B^T$, $\varepsilon^{1/2}$, $\mathcal N(0, \sigma_W^2)$"
+    assert alt_text.tex_to_text(tex) == "J_A = I_N ⊗ B^T, ε^(1/2), N(0, σ_W^2)"
+    src = 'fig = plot_images(images[k], titles=t, ncols=10,\n    suptitle="the first three of each digit")'
+    assert alt_text.figure_alt("<Figure size 900x337 with 30 Axes>", src, "3. Data") == (
+        "Grid of images: the first three of each digit.")
+    confusion = 'plot_confusion(cm, title="test digits")'
+    assert alt_text.figure_alt("<Figure size 610x570 with 1 Axes>", confusion) == (
+        "Confusion matrix, true class against predicted class: test digits.")
+
+
+def _saved_alts():
+    """(notebook, alt text) of every picture the saved notebooks show, as the website gets them."""
+    out = []
+    for path in sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb")):
+        heading = ""
+        for cell in json.loads(path.read_text())["cells"]:
+            src = "".join(cell["source"])
+            if cell["cell_type"] == "markdown":
+                heading = next((ln.lstrip("# ") for ln in reversed(src.splitlines()) if ln.startswith("#")),
+                               heading)
+                continue
+            for o in cell.get("outputs", []):
+                data = o.get("data", {})
+                if not any(k.startswith("image/") for k in data):
+                    continue
+                given = cell.get("metadata", {}).get("mystnb", {}).get("image", {}).get("alt")
+                text = "".join(data.get("text/plain", ""))
+                alt = given or (alt_text.graph_alt(text) if text.lstrip().startswith("digraph")
+                                else alt_text.figure_alt(text, src, heading))
+                out.append((path.name, alt))
+    return out
+
+
+@needs_docutils
+@pytest.mark.skipif(not (ROOT / "notebooks").is_dir(), reason="the notebooks are not here")
+def test_every_saved_picture_has_alt_text_of_its_own_in_words():
+    alts = _saved_alts()
+    assert len(alts) > 100
+    bad = [(nb, a) for nb, a in alts if "$" in a or "\\" in a or "a figure in the section" in a
+           or a.rstrip(".").endswith(": a figure") or "double border" in a or "dotted" in a]
+    assert not bad, bad[:5]
+    seen = {}
+    for nb, a in alts:
+        seen.setdefault((nb, a), 0)
+        seen[(nb, a)] += 1
+    dup = [k for k, n in seen.items() if n > 1]
+    assert not dup, dup[:5]
 
 
 @needs_docutils
@@ -315,7 +397,7 @@ def test_alt_text_is_set_on_every_picture_of_a_bundle_and_kept_from_metadata():
     doc += section
     alt_text.add_alt_text(None, doc)
     alts = [[i["alt"] for i in c.findall(nodes.image)] for c in (graph, figure, given)]
-    assert alts == [["Computation graph: 1 tensor (x) and 1 op (exp)."] * 2,
+    assert alts == [["Computation graph: It shows x and the op exp."] * 2,
                     ["Figure: the training loss."], ["Given by the author"]]
 
 

@@ -380,3 +380,118 @@ def test_distinguish_gives_each_colour_a_marker_and_one_legend_beside_the_axes()
     assert a.get_legend() is None and b.get_legend() is not None
     assert b.get_legend().get_bbox_to_anchor().x0 > b.get_window_extent().x1 - 1  # outside the axes
     plt.close(fig)
+
+
+# ------------------------------------------- graph states: not by colour alone
+def _nodes(src):
+    """{DOT name: its attributes} of every node statement of a DOT source."""
+    found = {}
+    for name, body in re.findall(r'^\t(\w+) \[((?:[^\]"]|"[^"]*")*)\]$', src, re.M):
+        if name not in ("graph", "node", "edge"):
+            found[name] = dict(re.findall(r'(\w+)=("[^"]*"|\S+)', body))
+    return found
+
+
+def _caption(src):
+    return re.search(r'^\tlabel="([^"]*)" labelloc=b$', src, re.M)[1]
+
+
+def _grey(attrs):
+    """What is left of a node's look in grey-scale: everything but its fill (and its text)."""
+    return tuple(sorted((k, v) for k, v in attrs.items() if k not in ("fillcolor", "label")))
+
+
+def test_each_kind_of_node_differs_without_colour_and_the_legend_names_colour_and_cue():
+    from minigrad.viz.graph import CUES, LEGEND
+
+    x = Tensor([[1.0, 2.0]], name="x")                       # data: no gradient
+    w = Tensor([[0.5], [-1.0]], requires_grad=True, name="w")  # a leaf that requires grad
+    z = x @ w
+    z.name = "z"                                               # an intermediate, kept alive
+    loss = (z.relu() * 2.0).sum()
+    src = draw_graph(loss).source
+    nodes = _nodes(src)
+    looks = {"param": nodes["t0"], "data": nodes["c0"], "inner": nodes["t1"], "root": nodes["t4"],
+             "op": nodes["op1"]}
+    assert looks["data"]["style"] == '"filled,rounded,dotted"' and looks["param"]["peripheries"] == "2"
+    assert looks["root"]["fontname"] == '"Helvetica-Bold"' and looks["root"]["penwidth"] == "2"
+    greys = {k: _grey(a) for k, a in looks.items()}
+    assert len(set(greys.values())) == len(greys), greys       # five kinds, five looks without colour
+    caption = _caption(src)
+    for state in ("param", "data", "inner", "root", "op"):
+        fill, cue, means = LEGEND[state]
+        assert ", ".join(w for w in (fill, cue) if w) + f": {means}" in caption, (state, caption)
+    assert "orange" not in caption and "green" not in caption     # only the states drawn
+    assert set(CUES) == set(LEGEND)
+    # One look per state in every drawing: the same kind gets the same attributes.
+    assert _grey(_nodes(draw_graph(loss, show_data=False).source)["t0"]) == greys["param"]
+
+
+def test_highlighted_and_finished_keep_the_kinds_cue_and_differ_from_every_kind():
+    x = Tensor(2.0, requires_grad=True, name="x")
+    y = Tensor(3.0, requires_grad=True, name="y")
+    loss = x * y
+    src = draw_graph(loss, highlight=[x], done=[y]).source
+    nodes = _nodes(src)
+    focus, done = nodes["t0"], nodes["t1"]
+    assert focus["penwidth"] == "3" and focus["peripheries"] == "2"          # thick, and still a parameter
+    assert done["style"] == '"filled,rounded,dashed"' and done["peripheries"] == "2"
+    assert _grey(focus) != _grey(done)
+    plain = draw_graph(loss).source
+    kinds = {_grey(a) for a in _nodes(plain).values()}
+    assert _grey(focus) not in kinds and _grey(done) not in kinds
+    assert "orange, thick border: highlighted" in _caption(src) and "green, dashed: finished" in _caption(src)
+
+
+def test_a_title_comes_first_and_the_legend_can_be_left_out():
+    loss = small_graph()[2]
+    assert _caption(draw_graph(loss, title="a title").source).startswith("a title\n")
+    assert "label=" not in draw_graph(loss, legend=False).source.split("\n")[-2]
+    bare = draw_graph(loss, outline=False).source
+    assert "peripheries" not in bare and "dotted" not in bare and "labelloc" not in bare
+
+
+def test_traced_graphs_and_compiled_steps_give_each_part_a_cue_besides_colour():
+    from minigrad.viz import draw_program, draw_static
+
+    mg.random.manual_seed(0)
+    model = mg.nn.MLP([3, 4, 2])
+    traced = mg.trace(model, np.ones((2, 3)))
+    src = draw_static(traced, title="t").source
+    nodes = _nodes(src)
+    kinds = {_grey(a) for a in nodes.values()}
+    assert len(kinds) == 4, kinds    # input (dotted), captured (double), op, output (bold)
+    assert "blue, double border: captured" in _caption(src) and "yellow, bold: output" in _caption(src)
+
+    opt = mg.optim.SGD(model.parameters(), lr=0.1)
+    data, labels = np.ones((2, 3)), np.array([0, 1])
+
+    def step(xb, yb):
+        loss = model(mg.Tensor(xb)).cross_entropy_with_logits(yb)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        return loss
+
+    compiled = mg.compile(step)
+    compiled(data, labels)
+    compiled(data, labels)
+    src = draw_program(compiled.program).source
+    by_fill = {}
+    for a in _nodes(src).values():
+        by_fill.setdefault(a["fillcolor"], set()).add(_grey({k: v for k, v in a.items() if k != "shape"}))
+    assert all(len(v) == 1 for v in by_fill.values()), by_fill     # one look per part of the step
+    assert len({next(iter(v)) for v in by_fill.values()}) == len(by_fill)   # and each its own
+    assert "red, dashed: backward" in _caption(src) and "green, bold: update" in _caption(src)
+
+
+def test_the_fields_drawing_marks_the_root_and_the_data_without_colour():
+    from minigrad.viz import draw_fields
+
+    x, w, loss = small_graph()
+    z = x @ w
+    z.name = "z"
+    root = z.sum()
+    nodes = _nodes(draw_fields(root).source)
+    assert nodes["t2"]["fontname"] == '"Helvetica-Bold"'
+    assert "requires_grad: True" in nodes["t0"]["label"] and "is_leaf: True" in nodes["t0"]["label"]

@@ -204,4 +204,9 @@ def test_frames_tell_this_step_and_finished_apart_by_border_too():
                         re.findall(r'\t(?:t|op)(\d+) \[[^\]]*style="filled,[a-z,]*dashed"', src))
         assert thick == [s.index], src
         assert dashed == sorted(p.index for p in steps.steps[:k - 1]), src
-    assert "penwidth" not in draw_graph(loss, highlight=[x]).source   # plain drawings keep their look
+    # A plain drawing marks a highlighted node the same way; outline=False leaves fills only.
+    plain = draw_graph(loss, highlight=[x]).source
+    assert re.findall(r'\tt(\d+) \[[^\]]*penwidth=3 ', plain) == ["0"], plain
+    assert "penwidth" not in draw_graph(loss, highlight=[x], outline=False).source
+    legend = re.search(r'\tlabel="([^"]*)"', steps.frame(2).source)[1]
+    assert "orange, thick border: this step" in legend and "green, dashed: finished" in legend

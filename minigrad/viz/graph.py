@@ -22,7 +22,8 @@ from ..engine import topological_order
 from ..function import AccumulateGrad, gradient_edge
 from ..tensor import Tensor
 
-__all__ = ["Graph", "GraphvizNotFound", "draw_graph", "draw_static", "tensor_label", "INSTALL_HINT"]
+__all__ = ["Graph", "GraphvizNotFound", "draw_graph", "draw_static", "tensor_label", "INSTALL_HINT",
+           "PALETTE", "CUES", "LEGEND", "node_style", "legend_text"]
 
 INSTALL_HINT = (
     "Graphviz's `dot` program was not found on the PATH. The Python package `graphviz` "
@@ -42,6 +43,83 @@ PALETTE = {
     "focus": "#ff8c69",     # highlighted node
     "done": "#c8f0c8",      # finished (step-by-step backward)
 }
+
+# No state rests on its fill alone (some fills are barely apart: "done" and "param"
+# differ by 1.01:1 in contrast): each also has a cue that needs no colour, the
+# Graphviz attributes below. A node has a kind (param, data, inner, root, op) and
+# may have a state of the drawing (focus, done); the kind's cue is the number of
+# borders or the text's weight, a state's the border's width or dashes, so a node
+# shows both (a finished parameter has a dashed double border). Ops also differ
+# by shape (ellipses). Every drawing of minigrad.viz takes its look from
+# node_style and its legend from legend_text.
+CUES: dict[str, dict[str, str]] = {
+    "param": {"peripheries": "2"},
+    "data": {"style": "dotted"},
+    "inner": {},
+    "root": {"penwidth": "2", "fontname": "Helvetica-Bold"},
+    "op": {},
+    "focus": {"penwidth": "3"},
+    "done": {"style": "dashed", "penwidth": "1.5"},
+}
+# (fill, cue, meaning) of each state, as a legend words them ("" where the other says it all).
+LEGEND: dict[str, tuple[str, str, str]] = {
+    "param": ("blue", "double border", "requires grad"),
+    "data": ("grey", "dotted", "needs no grad"),
+    "root": ("yellow", "bold", "the root"),
+    "inner": ("white", "", "intermediate"),
+    "op": ("", "ellipse", "op"),
+    "focus": ("orange", "thick border", "highlighted"),
+    "done": ("green", "dashed", "finished"),
+}
+LEGEND_WIDTH = 64  # characters on one line of a legend
+
+
+def node_style(kind: str, state: str | None = None, base: str = "filled", outline: bool = True,
+               fills: dict[str, str] = PALETTE, cues: dict[str, dict[str, str]] = CUES) -> dict[str, str]:
+    """The Graphviz attributes of a node of ``kind`` (a key of ``cues``) in ``state`` ("focus", "done", None).
+
+    The fill is the state's colour if there is a state, else the kind's (from
+    ``fills``); ``base`` is the style every node of its sort has ("filled,rounded"
+    for a tensor's box). With ``outline=False`` only the fill tells states apart.
+    A drawing with states of its own passes its own ``fills`` and ``cues``
+    (:func:`minigrad.viz.draw_program`'s parts of a step).
+    """
+    attrs = {"fillcolor": PALETTE[state] if state is not None else fills[kind]}
+    style = base
+    if outline:
+        cue = dict(cues[kind])
+        kind_style = cue.pop("style", None)
+        if state is not None:
+            cue.update({k: v for k, v in CUES[state].items() if k != "style"})
+            kind_style = CUES[state].get("style", kind_style)  # a state's line style replaces the kind's
+        if kind_style:
+            style = f"{base},{kind_style}"
+        attrs.update(cue)
+    attrs["style"] = style
+    return attrs
+
+
+def legend_text(states: Iterable[str], meanings: dict[str, str] | None = None,
+                words: dict[str, tuple[str, str, str]] = LEGEND) -> str:
+    """One entry per state ("blue, double border: requires grad"), in the order of ``words``
+    (fill, cue and meaning of each state; LEGEND), wrapped into lines.
+
+    ``meanings`` says what a state means in this drawing (a step-by-step frame
+    calls "focus" "this step"); a key that is not a state adds an entry of its
+    own at the end (``{"others": "gradient so far"}``).
+    """
+    meanings = meanings or {}
+    shown = set(states)
+    entries = [", ".join(w for w in (fill, cue) if w) + f": {meanings.get(s, means)}"
+               for s, (fill, cue, means) in words.items() if s in shown]
+    entries += [f"{k}: {v}" for k, v in meanings.items() if k not in words]
+    lines: list[str] = []
+    for e in entries:
+        if lines and len(lines[-1]) + 3 + len(e) <= LEGEND_WIDTH:
+            lines[-1] += "   " + e
+        else:
+            lines.append(e)
+    return "\n".join(lines)
 
 
 # Pixels per inch of the PNG beside each graph's SVG. Graphviz lays out in points
@@ -167,15 +245,17 @@ def draw_graph(root, show_grads: bool = False, show_data: bool = True,
                max_nodes: int = 60, rankdir: str = "LR",
                highlight: Iterable = (), done: Iterable = (),
                grads: dict[int, np.ndarray] | None = None, title: str | None = None,
-               outline: bool = False) -> Graph:
+               outline: bool = True, legend: bool | dict[str, str] = True) -> Graph:
     """A Graphviz drawing of the graph of backward nodes behind ``root``.
 
     Ops are ellipses; tensors are boxes, drawn only while Python still holds them
     (a value that no name refers to has been freed, and its op's ellipse stands
-    alone). Leaves that require grad are blue, other inputs grey, the root yellow.
-    Box and ellipse names come from the node's topological index (``t3`` is the
-    output of op ``op3``), constants are ``c0, c1, ...`` in order of first use,
-    so the DOT source is the same on every run.
+    alone). A leaf that requires grad is blue with a double border, an input
+    that needs no gradient grey with a dotted border, the root yellow in bold
+    (:data:`CUES`): a legend under the graph names the states it shows, by
+    colour and by cue. Box and ellipse names come from the node's topological
+    index (``t3`` is the output of op ``op3``), constants are ``c0, c1, ...`` in
+    order of first use, so the DOT source is the same on every run.
 
     Args:
         root: the tensor (usually the loss) or node to draw back from.
@@ -184,11 +264,13 @@ def draw_graph(root, show_grads: bool = False, show_data: bool = True,
         max_nodes: at most this many nodes are drawn: those computed last.
             The rest are folded into one box that counts what it hides.
         rankdir: "LR" (left to right) or "TB" (top to bottom).
-        highlight, done: nodes (or tensors) to colour as the current / finished node.
+        highlight, done: nodes (or tensors) to draw as the current node (orange, thick
+            border) / as finished (green, dashed border).
         grads: {topological index: gradient} to show instead of ``.grad``.
-        title: a caption under the graph.
-        outline: also tell highlighted and finished nodes apart by their border, not by
-            colour alone: a thick border for the current node, a dashed one when finished.
+        title: a caption under the graph (the legend follows it).
+        outline: give each state its cue besides its fill (False: fills only, and no legend).
+        legend: False for none; a dict gives states a meaning of this drawing's own
+            (``{"focus": "this step"}``).
     """
     order, index = graph_view(root)
     root_t = root if isinstance(root, Tensor) else None
@@ -207,26 +289,21 @@ def draw_graph(root, show_grads: bool = False, show_data: bool = True,
     g = Graph(graph_attr={"rankdir": rankdir, "fontname": "Helvetica", "fontsize": "11"},
               node_attr={"fontname": "Helvetica", "fontsize": "10"},
               edge_attr={"arrowsize": "0.6"})
-    if title:
-        g.attr(label=title, labelloc="b")
     if hidden:
         ops = Counter(n.name for n in hidden if not isinstance(n, AccumulateGrad))
         summary = ", ".join(f"{op} x{k}" for op, k in sorted(ops.items()))
         g.node("hidden", f"{len(hidden)} earlier nodes not shown\n({summary or 'leaves'})",
                shape="note", style="filled", fillcolor="#f4f4f4")
+    shown: set[str] = set()  # the states drawn, for the legend
 
-    def fill(node, kind: str) -> str:
+    def state_of(node) -> str | None:
         if id(node) in focus:
-            return PALETTE["focus"]
-        return PALETTE["done"] if id(node) in finished else PALETTE[kind]
+            return "focus"
+        return "done" if id(node) in finished else None
 
-    def border(node, style: str) -> dict[str, str]:
-        """The style (and pen width) that marks the current or a finished node, with outline=True."""
-        if outline and id(node) in focus:
-            return {"style": style, "penwidth": "3"}
-        if outline and id(node) in finished:
-            return {"style": style + ",dashed", "penwidth": "1.5"}
-        return {"style": style}
+    def look(kind: str, state: str | None, base: str) -> dict[str, str]:
+        shown.update(s for s in (kind, state) if s is not None)
+        return node_style(kind, state, base, outline)
 
     def grad_of(i: int, t: Tensor | None):
         if grads is not None:
@@ -243,21 +320,20 @@ def draw_graph(root, show_grads: bool = False, show_data: bool = True,
         if isinstance(node, AccumulateGrad):
             g.node(f"t{i}", tensor_label(t, i, grad_of(i, t), show_grads, show_data,
                                          fall_back_to_grad=grads is None),
-                   shape="box", fillcolor=fill(node, _kind(t, root_t)), **border(node, "filled,rounded"))
+                   shape="box", **look(_kind(t, root_t), state_of(node), "filled,rounded"))
             source[id(node)] = f"t{i}"
             continue
         label = node.name
         if t is None and show_grads and grads is not None:  # a freed value keeps no .grad to show
             gi = grad_of(i, None)
             label += "\n" + ("grad None" if gi is None else f"grad {_fmt(gi)}")
-        freed_and_marked = (id(node) in focus or id(node) in finished) and t is None
-        g.node(f"op{i}", label, shape="ellipse",
-               fillcolor=fill(node, "op") if freed_and_marked else PALETTE["op"],
-               **(border(node, "filled") if freed_and_marked else {"style": "filled"}))
+        # A freed value's state shows on its op's ellipse; a live one's on its box.
+        op_state = state_of(node) if t is None else None
+        g.node(f"op{i}", label, shape="ellipse", **look("op", op_state, "filled"))
         if t is not None:
             g.node(f"t{i}", tensor_label(t, i, grad_of(i, t), show_grads, show_data,
                                          fall_back_to_grad=grads is None),
-                   shape="box", fillcolor=fill(node, _kind(t, root_t)), **border(node, "filled,rounded"))
+                   shape="box", **look(_kind(t, root_t), state_of(node), "filled,rounded"))
             g.edge(f"op{i}", f"t{i}")
             source[id(node)] = f"t{i}"
         else:
@@ -271,7 +347,7 @@ def draw_graph(root, show_grads: bool = False, show_data: bool = True,
                 if name is None:
                     name = constants[id(c)] = f"c{len(constants)}"
                     g.node(name, tensor_label(c, 0, None, False, show_data).replace("t0", name, 1),
-                           shape="box", style="filled,rounded", fillcolor=PALETTE["data"])
+                           shape="box", **look("data", None, "filled,rounded"))
                 g.edge(name, f"op{i}")
             elif source[id(p)] == "hidden":
                 cut = True
@@ -279,35 +355,50 @@ def draw_graph(root, show_grads: bool = False, show_data: bool = True,
                 g.edge(source[id(p)], f"op{i}")
         if cut:
             g.edge("hidden", f"op{i}", style="dashed")
+    caption = [title] if title else []
+    if outline and legend is not False:
+        caption.append(legend_text(shown, legend if isinstance(legend, dict) else None))
+    if caption:
+        g.attr(label="\n".join(caption), labelloc="b")
     return g
 
 
-def draw_static(graph, title: str | None = None) -> Graph:
+def draw_static(graph, title: str | None = None, legend: bool = True) -> Graph:
     """A Graphviz drawing of a traced :class:`~minigrad.tracing.StaticGraph`, in recorded order:
     inputs, constants, captured tensors and ops.
 
+    Inputs and constants are grey with a dotted border, captured tensors (parameters)
+    blue with a double border, the outputs' ops yellow in bold, as :func:`draw_graph`
+    draws them; a legend under the graph says so (``legend=False`` leaves it out).
     Values read into Python while tracing (.item(), .data, a comparison) get a dashed edge to a note.
     """
     g = Graph(graph_attr={"rankdir": "LR", "fontname": "Helvetica", "fontsize": "11"},
               node_attr={"fontname": "Helvetica", "fontsize": "10"},
               edge_attr={"arrowsize": "0.6"})
-    if title:
-        g.attr(label=title, labelloc="b")
+    shown: set[str] = set()
+
+    def look(kind: str, base: str) -> dict[str, str]:
+        shown.add(kind)
+        return node_style(kind, None, base)
+
     for i in range(graph.n_inputs):
-        g.node(f"v{i}", f"in{i}", shape="box", style="filled,rounded", fillcolor=PALETTE["data"])
+        g.node(f"v{i}", f"in{i}", shape="box", **look("data", "filled,rounded"))
     for slot in graph.constants:
-        g.node(f"v{slot}", graph._ref(slot), shape="box", style="filled,rounded",
-               fillcolor="#ffffff")
+        g.node(f"v{slot}", graph._ref(slot), shape="box", **look("data", "filled,rounded"))
     for slot in graph.captured:
-        g.node(f"v{slot}", graph._ref(slot), shape="box", style="filled,rounded",
-               fillcolor=PALETTE["param"])
+        g.node(f"v{slot}", graph._ref(slot), shape="box", **look("param", "filled,rounded"))
     for n in graph.nodes:
-        g.node(f"v{n.out}", f"v{n.out} = {n.name}", shape="ellipse", style="filled",
-               fillcolor=PALETTE["root"] if n.out in graph.outputs else PALETTE["op"])
+        g.node(f"v{n.out}", f"v{n.out} = {n.name}", shape="ellipse",
+               **look("root" if n.out in graph.outputs else "op", "filled"))
         for a in n.args:
             g.edge(f"v{a}", f"v{n.out}")
     for k, r in enumerate(graph.reads):
         g.node(f"py{k}", "read into Python", shape="note", style="filled",
                fillcolor="#f4f4f4")
         g.edge(f"v{r}", f"py{k}", style="dashed")
+    caption = [title] if title else []
+    if legend:
+        caption.append(legend_text(shown, {"root": "output", "data": "input, constant", "param": "captured"}))
+    if caption:
+        g.attr(label="\n".join(caption), labelloc="b")
     return g

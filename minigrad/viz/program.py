@@ -1,6 +1,7 @@
 """Draw a compiled step (``minigrad.compile``): forward, backward and update as one graph.
 
-Each line of the program is a node, coloured by its part of the step; an edge
+Each line of the program is a node, coloured by its part of the step and drawn
+with that part's border (a legend under the drawing names both); an edge
 runs from the line that defines a value to each line that reads it, and a
 dashed edge from a forward op to its VJP, which reads what the op saved. Nodes
 are named by their line number, so the DOT source is the same on every run.
@@ -9,9 +10,9 @@ Drawing only reads the program.
 
 from __future__ import annotations
 
-from .graph import PALETTE, Graph
+from .graph import CUES, PALETTE, Graph, legend_text, node_style
 
-__all__ = ["draw_program", "PHASE_COLORS"]
+__all__ = ["draw_program", "PHASE_COLORS", "PHASE_CUES", "PHASE_LEGEND"]
 
 PHASE_COLORS = {
     "input": PALETTE["data"],     # the step's inputs, parameters and data read from outside
@@ -19,6 +20,21 @@ PHASE_COLORS = {
     "backward": "#f4cccc",        # seeds, VJPs and the engine's sums
     "update": "#c8f0c8",          # .grad written, zero_grad, the optimizer's step
     "random": "#e3d7f5",
+}
+# Each part's cue besides its colour (as minigrad.viz.graph.CUES gives a graph's states theirs).
+PHASE_CUES = {
+    "input": CUES["data"],             # dotted, as a graph's inputs that need no gradient
+    "forward": {},
+    "backward": {"style": "dashed"},
+    "update": {"penwidth": "2"},
+    "random": {"peripheries": "2"},
+}
+PHASE_LEGEND = {
+    "input": ("grey", "dotted", "inputs"),
+    "forward": ("yellow", "", "forward"),
+    "backward": ("red", "dashed", "backward"),
+    "update": ("green", "bold", "update"),
+    "random": ("purple", "double border", "random draws"),
 }
 
 _PHASE = {"input": "input", "tensor": "input", "wrap": "input", "const": "input",
@@ -46,8 +62,10 @@ def _label(ins) -> str:
     return ins.kind
 
 
-def draw_program(program, title: str | None = None, show_inputs: bool = True) -> Graph:
+def draw_program(program, title: str | None = None, show_inputs: bool = True, legend: bool = True) -> Graph:
     """A Graphviz drawing of a :class:`~minigrad.compiling.Program` (``compiled.program``).
+
+    Under it, the title and a legend of the parts shown (``legend=False`` leaves it out).
 
     ``show_inputs=False`` leaves out the lines that read inputs, parameters and data,
     and ``zero_grad``'s, so that the forward, backward and update lines stand out.
@@ -55,8 +73,7 @@ def draw_program(program, title: str | None = None, show_inputs: bool = True) ->
     g = Graph(graph_attr={"rankdir": "TB", "fontname": "Helvetica", "fontsize": "11"},
               node_attr={"fontname": "Helvetica", "fontsize": "10"},
               edge_attr={"arrowsize": "0.6"})
-    if title:
-        g.attr(label=title, labelloc="b")
+    shown: set[str] = set()
     where: dict[str, str] = {}
     ctx_of: dict[str, str] = {}
     step_node = None
@@ -67,8 +84,10 @@ def draw_program(program, title: str | None = None, show_inputs: bool = True) ->
             continue
         node = f"i{k}"
         shape = "box" if phase == "input" else ("note" if ins.kind == "step" else "ellipse")
-        g.node(node, _label(ins), shape=shape, style="filled,rounded" if shape == "box" else "filled",
-               fillcolor=PHASE_COLORS[phase])
+        shown.add(phase)
+        g.node(node, _label(ins), shape=shape,
+               **node_style(phase, base="filled,rounded" if shape == "box" else "filled",
+                            fills=PHASE_COLORS, cues=PHASE_CUES))
         for a in ins.args:
             if a in where:
                 g.edge(where[a], node)
@@ -86,4 +105,9 @@ def draw_program(program, title: str | None = None, show_inputs: bool = True) ->
     if step_node is not None:  # the update reads every .grad written before it
         for n in grads:
             g.edge(n, step_node, style="dotted")
+    caption = [title] if title else []
+    if legend:
+        caption.append(legend_text(shown, words=PHASE_LEGEND))
+    if caption:
+        g.attr(label="\n".join(caption), labelloc="b")
     return g

@@ -14,7 +14,7 @@ from matplotlib.figure import Figure
 from ..function import AccumulateGrad, gradient_edge
 from ..inspect import KINDS, SavedRow, saved_values
 from ..tensor import Tensor
-from .graph import PALETTE, Graph, graph_view
+from .graph import Graph, graph_view, node_style
 from .style import OKABE_ITO_NAMES, legend_outside
 
 __all__ = ["draw_fields", "plot_saved", "KIND_COLORS", "KIND_HATCHES"]
@@ -41,8 +41,10 @@ def draw_fields(root, title: str | None = None, max_tensors: int = 12) -> Graph:
     """Every node of a small graph, and every tensor Python still holds, as the records they are.
 
     A tensor's box lists ``data``, ``grad``, ``requires_grad``, ``op``,
-    ``parents``, ``grad_fn`` and ``is_leaf``; a dashed arrow leads to its
-    ``grad_fn``. A node's box (yellow) shows ``needs_input_grad`` and what it
+    ``parents``, ``grad_fn`` and ``is_leaf`` (so its state is in words as well as
+    in its fill: blue for a leaf that requires grad, grey with a dotted border for
+    one that does not, yellow with a bold border and name for the root); a dashed
+    arrow leads to its ``grad_fn``. A node's box (yellow) shows ``needs_input_grad`` and what it
     saved; solid arrows are its edges (``node.parents``: the input's node, or a
     leaf's accumulator, drawn as the leaf's own box); a dotted arrow marks a saved
     value that is the very array of a tensor still alive (kept by reference, not
@@ -84,10 +86,11 @@ def draw_fields(root, title: str | None = None, max_tensors: int = 12) -> Graph:
             ("", f"is_leaf: {t.is_leaf}"),
         ]
         label = "|".join((f"<{port}> " if port else "") + _esc(text) for port, text in fields)
-        color = "#ffe08a" if t is root else (
-            PALETTE["param"] if t.is_leaf and t.requires_grad else
-            PALETTE["data"] if t.is_leaf else PALETTE["inner"])
-        g.node(f"t{i}", label, style="filled", fillcolor=color)
+        kind = "root" if t is root else (
+            "param" if t.is_leaf and t.requires_grad else "data" if t.is_leaf else "inner")
+        # A record draws one border: its fields requires_grad and is_leaf say what a double border would.
+        look = {k: v for k, v in node_style(kind).items() if k != "peripheries"}
+        g.node(f"t{i}", label, **look)
     for i, node in enumerate(order):
         if isinstance(node, AccumulateGrad):
             continue
@@ -99,7 +102,7 @@ def draw_fields(root, title: str | None = None, max_tensors: int = 12) -> Graph:
             parts.append("saved: nothing")
         for k, sv in enumerate(row.saved):
             parts.append(f"<s{k}> " + _esc(f"saved {sv.role}: {sv.shape} {sv.dtype}"))
-        g.node(f"f{i}", "|".join(parts), style="filled", fillcolor=PALETTE["op"])
+        g.node(f"f{i}", "|".join(parts), **node_style("op"))
         t = node.output
         if t is not None:
             g.edge(f"t{i}:f", f"f{i}", style="dashed")

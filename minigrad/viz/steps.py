@@ -36,7 +36,8 @@ from .graph import Graph, draw_graph, graph_view
 
 __all__ = ["Step", "BackwardSteps", "backward_steps"]
 
-LEGEND = "orange, thick border: this step   green, dashed border: finished   others: gradient so far"
+# What the states mean in a frame (the legend under it gives each its colour and border).
+MEANINGS = {"focus": "this step", "done": "finished", "others": "gradient so far"}
 
 
 @dataclass(frozen=True)
@@ -166,11 +167,11 @@ class BackwardSteps:
                              f"{len(self)} steps, numbered 1 to {len(self)}")
         s = self.steps[number - 1]
         done = [self.order[p.index] for p in self.steps[:number - 1]]
-        title = f"step {number} of {len(self)}: {s.describe(self.names)}\n{LEGEND}"
+        title = f"step {number} of {len(self)}: {s.describe(self.names)}"
         return draw_graph(self.root, show_grads=True, show_data=self.show_data,
                           max_nodes=self.max_nodes, rankdir=self.rankdir,
                           highlight=[self.order[s.index]], done=done, grads=s.grads, title=title,
-                          outline=True)
+                          legend=MEANINGS)
 
     def frames(self) -> list[Graph]:
         return [self.frame(k) for k in range(1, len(self) + 1)]
