@@ -590,6 +590,19 @@ def test_the_set_up_cell_comments_are_current_and_translated():
     assert re.search(r"[\u4e00-\u9fff]", zh.split("def _set_up")[0]), "its opening comment is in Chinese"
 
 
+def test_the_chinese_set_up_cell_prints_nothing_where_the_course_is_installed():
+    # As in the course's lab (and under nbval): the package imports, dot is on PATH.
+    import os
+    import shutil
+    import sys
+    assert shutil.which("dot"), "the tests need Graphviz's dot"
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "MINIGRAD_INSTALL": "/nonexistent.whl"}
+    run = subprocess.run([sys.executable, "-c", i18n.chinese_setup_source(colab.SOURCE)], env=env,
+                         capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stderr
+    assert run.stdout == "" and run.stderr == "", (run.stdout, run.stderr)
+
+
 def test_the_chinese_set_up_cell_sets_the_checks_language():
     from minigrad.checks import _language
     zh = i18n.chinese_setup_source(colab.SOURCE)
@@ -748,3 +761,55 @@ def test_ipython_shows_a_failed_check_in_chinese(capsys):
         assert "the loss at the initial weights" in out and "初始权重" not in out, out[-2000:]
     finally:
         _language.set_language("en")
+
+
+# ------------------------------------------- the Chinese edition on Colab (zh/)
+
+PUBLISHED = i18n.PUBLISHED
+
+
+def test_the_published_chinese_edition_is_in_step():
+    # Colab opens zh/notebooks/NN_*.ipynb and zh/student/NN_*.ipynb from GitHub; `make publish-student`
+    # writes them from notebooks/ and i18n/zh/.
+    want = i18n.published_files("zh")
+    have = {p.relative_to(PUBLISHED).as_posix() for folder in ("notebooks", "student")
+            for p in (PUBLISHED / folder).glob("*.ipynb")}
+    assert have == {rel for rel in want if rel.endswith(".ipynb")}, "run: make publish-student"
+    stale = [rel for rel, text in want.items()
+             if not (PUBLISHED / rel).is_file() or (PUBLISHED / rel).read_text(encoding="utf-8") != text]
+    assert not stale, f"zh/ is out of step with notebooks/ and i18n/zh/ (run: make publish-student): {stale}"
+
+
+def test_the_published_student_notebooks_hold_no_solution_and_no_output():
+    for path in sorted((PUBLISHED / "student").glob("*.ipynb")):
+        text = path.read_text(encoding="utf-8")
+        nb = json.loads(text)
+        assert make_student.BEGIN not in text and make_student.END not in text, path.name
+        assert not any(c.get("outputs") for c in nb["cells"]), path.name
+        assert nb["metadata"]["language"] == "zh-CN"
+        if any(make_student.is_exercise(c) for c in json.loads(
+                (PUBLISHED / "notebooks" / path.name).read_text(encoding="utf-8"))["cells"]):
+            assert make_student.STUBS["zh-CN"] in text, f"{path.name}: no Chinese stub"
+
+
+def test_readme_zh_and_the_chinese_site_link_every_notebook_to_colab():
+    readme = (ROOT / "README.zh.md").read_text(encoding="utf-8")
+    front = (ROOT / "docs" / "zh" / "index.md").read_text(encoding="utf-8")
+    assert "```{include} README.zh.md" in front, "the Chinese front page shows README.zh.md"
+    student = (PUBLISHED / "student" / "README.md").read_text(encoding="utf-8")
+    for stem, ref, stu in i18n.colab_links():
+        for url in (ref, stu):
+            assert url in readme, f"README.zh.md lacks the Colab link {url}"
+            assert url in student, f"zh/student/README.md lacks the Colab link {url}"
+        assert ref.endswith(f"/zh/notebooks/{stem}.ipynb") and stu.endswith(f"/zh/student/{stem}.ipynb")
+
+
+def test_each_chinese_notebook_page_offers_its_chinese_student_version():
+    pytest.importorskip("docutils")
+    student_version = _load("student_version", ROOT / "docs" / "student_version.py")
+    zh = student_version.student_links("notebooks/03_backpropagation", "zh_CN")
+    assert "zh/student/03_backpropagation.ipynb" in zh and "下载学生版" in zh
+    assert 'href="../student/03_backpropagation.ipynb"' in zh
+    en = student_version.student_links("notebooks/03_backpropagation", "en")
+    assert "/blob/main/student/03_backpropagation.ipynb" in en and "download the student version" in en
+    assert student_version.student_links("glossary", "zh_CN") is None

@@ -5,14 +5,18 @@
     python tools/i18n.py check [STEM ...]         every check of tests/test_i18n.py, as a report
     python tools/i18n.py mark NOTEBOOK CELL ...   record that a translation fits the current English
     python tools/i18n.py build [--out DIR]        write the Chinese notebooks (default build/zh/notebooks)
+    python tools/i18n.py publish [--out DIR]      write zh/ for Colab: the notebooks and student versions
+    python tools/i18n.py messages [MODULE ...]    the checks' messages without a current translation
     python tools/i18n.py glossary --lang en|zh    the glossary page (Markdown) on stdout
 
-Only markdown cells are translated; code cells, their outputs and the checks
-are the English notebooks' own. A notebook's translation is one file,
+The prose is translated: the markdown cells, the comments of the code cells and
+the checks' messages. Code, outputs and the checks themselves are the English
+notebooks' own. A notebook's translation is one file,
 ``i18n/zh/<notebook stem>.json``::
 
     {"notebook": "03_backpropagation.ipynb",
-     "cells": {"c000": {"en_sha": "<16 hex>", "zh": "<Chinese markdown>"}, ...}}
+     "cells": {"c000": {"en_sha": "<16 hex>", "zh": "<Chinese markdown>"}, ...},
+     "code": {"c011": {"en_sha": "<16 hex>", "comments": {"# English comment": "# 中文注释"}}}}
 
 keyed by the English cell's ``id``. ``en_sha`` is the first 16 hex digits of
 the SHA-256 of the English source the translation was made from; a cell whose
@@ -37,6 +41,31 @@ its Chinese, and the notebook's metadata says ``"language": "zh-CN"``. A cell
 that is missing or stale keeps its English text (and ``build`` says so), so
 the Chinese edition never shows a translation of an older English text; a
 notebook without a translation file starts with a note saying so.
+
+*Code cells.* A code cell's entry in ``"code"`` maps each of its comments to
+its Chinese, keyed like a markdown cell by the cell's ``id`` and the hash of
+its whole source. A comment is a run of comment lines one under the other (a
+block, which may become more or fewer lines) or a comment after code on its
+line (which stays one line). ``build`` replaces comment text only: with the
+comments stripped, a Chinese code cell is the English one token for token,
+and the comments that tools read (``# BEGIN SOLUTION``, ``# END SOLUTION``,
+``# NBVAL_...``, ``# noqa``) are never touched. A cell whose source changed is
+stale and keeps its English comments; ``show`` says whether its comments
+changed at all (if not, ``mark`` it). The set-up cell of tools/colab.py is the
+same in every notebook, so its comments are translated once, in
+``i18n/zh/setup.json``, and the Chinese set-up cell ends with
+``LANGUAGE_LINES``, which show the checks' messages in Chinese.
+
+*Check messages.* ``minigrad/checks/zh.json`` (package data: the Colab set-up
+cell installs the package) maps every message template of the checks, as its
+module writes it, to its Chinese (see ``minigrad/checks/_language.py``).
+``messages`` lists the templates without a translation and the translations
+whose English is no longer in the checks (stale), with the current template
+most like each; ``messages --json`` prints the missing ones as entries to fill in.
+
+*Published.* ``publish`` writes ``zh/notebooks`` (the Chinese notebooks) and
+``zh/student`` (their student versions, with a README of Colab links), which
+are committed so that Colab can open them; ``make publish-student`` runs it.
 """
 
 from __future__ import annotations
@@ -808,6 +837,78 @@ def build(out: pathlib.Path, paths: list[pathlib.Path] | None = None) -> dict[st
     return left
 
 
+# ------------------------------------------------------ published for Colab
+
+# The Chinese edition, committed so that Colab can open its notebooks from GitHub (as the
+# English student/): PUBLISHED/notebooks holds the reference notebooks (outputs included),
+# PUBLISHED/student their student versions (exercises blanked, outputs cleared).
+PUBLISHED = ROOT / "zh"
+
+PUBLISHED_README = """\
+# 中文版学生笔记本：在 Colab 中打开
+
+这些是中文版的课程笔记本：每道练习的答案换成了 `raise NotImplementedError`，所有输出都已清除，
+与 `make student LANG=zh` 写出的相同；放在这里，是为了让链接能在 Colab 中打开它们。带答案和已保存输出的
+参考笔记本在旁边的 [`../notebooks/`](../notebooks/) 中。请不要修改这些文件：`make publish-student`
+会根据 `notebooks/` 和 `i18n/zh/` 重新写出 `zh/`，测试会检查它们是否同步。要在自己的机器上做练习，
+请运行 `make lab-student LANG=zh`（你的作业保存在 `build/zh/student/` 中）。
+
+| 章节 | 参考版（含答案） | 学生版 |
+| --- | --- | --- |
+"""
+
+
+def colab_links(where: str = "zh") -> list[tuple[str, str, str]]:
+    """(notebook stem, Colab URL of its Chinese reference notebook, of its Chinese student version)."""
+    return [(p.stem, colab.colab_url(f"{where}/notebooks/{p.name}"),
+             colab.colab_url(f"{where}/student/{p.name}")) for p in english_notebooks()]
+
+
+def published_files(where: str = "zh") -> dict[str, str]:
+    """What ``publish`` writes, {path under the folder: text}: the Chinese notebooks, their
+    student versions and the student folder's README (whose Colab links point at ``where``)."""
+    sys.path.insert(0, str(ROOT / "tools"))
+    import make_student
+
+    files = {}
+    for p in english_notebooks():
+        nb, _ = chinese_notebook(p)
+        files[f"notebooks/{p.name}"] = json.dumps(nb, ensure_ascii=False, indent=1) + "\n"
+        student = make_student.student_notebook(nb, p.name)
+        files[f"student/{p.name}"] = json.dumps(student, ensure_ascii=False, indent=1) + "\n"
+    rows = [f"| {stem} | [在 Colab 中运行]({ref}) | [在 Colab 中运行]({stu}) |\n"
+            for stem, ref, stu in colab_links(where)]
+    files["student/README.md"] = PUBLISHED_README + "".join(rows)
+    return files
+
+
+def publish(out: pathlib.Path = PUBLISHED) -> list[str]:
+    """Write the published Chinese edition into ``out`` (notebooks/, student/); notebooks that are
+    no longer the course's are removed. Returns the files that changed."""
+    where = out.resolve().relative_to(ROOT).as_posix() if out.resolve().is_relative_to(ROOT) else "zh"
+    files = published_files(where)  # everything first: an error leaves ``out`` as it was
+    changed = []
+    for folder in ("notebooks", "student"):
+        (out / folder).mkdir(parents=True, exist_ok=True)
+        for old in (out / folder).glob("*.ipynb"):
+            if f"{folder}/{old.name}" not in files:
+                old.unlink()
+                changed.append(f"{folder}/{old.name}")
+    for rel, text in files.items():
+        target = out / rel
+        if not target.is_file() or target.read_text(encoding="utf-8") != text:
+            target.write_text(text, encoding="utf-8")
+            changed.append(rel)
+    return changed
+
+
+def cmd_publish(args) -> int:
+    changed = publish(args.out)
+    print(f"wrote the Chinese notebooks and their student versions to {args.out} "
+          f"({len(changed)} file(s) changed)")
+    return 0
+
+
 def cmd_build(args) -> int:
     left = build(args.out, [_notebook(n) for n in args.notebooks] or None)
     full = [s for s, e in left.items() if not e]
@@ -872,6 +973,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("notebooks", nargs="*")
     p.add_argument("--out", type=pathlib.Path, default=OUT)
     p.set_defaults(func=cmd_build)
+    p = sub.add_parser("publish", help="write zh/ (committed, for Colab): the Chinese notebooks and "
+                                       "their student versions")
+    p.add_argument("--out", type=pathlib.Path, default=PUBLISHED)
+    p.set_defaults(func=cmd_publish)
     p = sub.add_parser("glossary", help="the glossary page, as Markdown")
     p.add_argument("--lang", choices=("en", "zh"), required=True)
     p.set_defaults(func=cmd_glossary)
