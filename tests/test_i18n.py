@@ -563,8 +563,14 @@ def test_code_cell_comments_go_stale_when_the_source_changes(fake_course, capsys
     zh = json.loads((path.parent.parent / "out" / "00_fake.ipynb").read_text(encoding="utf-8"))
     assert i18n.source(zh["cells"][2]) == i18n.source(nb["cells"][2]), "a stale cell keeps its English"
     assert left == {"00_fake": []}
-    assert i18n.main(["mark", str(path), "c010"]) == 0
+    assert i18n.main(["mark", str(path), "--comments-fit"]) == 0
     assert i18n.notebook_state(path)["code_current"] == ["c010"]
+    nb["cells"][2]["source"] = CODE_CELL.replace("# two rows", "# two rows of ones")   # a new comment
+    path.write_text(json.dumps(nb), encoding="utf-8")
+    assert i18n.main(["mark", str(path), "--comments-fit"]) == 0
+    assert i18n.notebook_state(path)["code_stale"] == ["c010"], "a changed comment needs its translation"
+    assert i18n.main(["mark", str(path), "c010"]) == 0   # marking by hand: then the checker names the comment
+    assert any("without a translation" in p for p in i18n.check_notebook(path))
 
 
 def test_build_translates_comments_only(fake_course, tmp_path):

@@ -4,6 +4,7 @@
     python tools/i18n.py show NOTEBOOK [CELL ...] a stale or missing cell's English beside its translation
     python tools/i18n.py check [STEM ...]         every check of tests/test_i18n.py, as a report
     python tools/i18n.py mark NOTEBOOK CELL ...   record that a translation fits the current English
+    python tools/i18n.py mark NOTEBOOK --comments-fit   the same, for code cells whose comments are unchanged
     python tools/i18n.py build [--out DIR]        write the Chinese notebooks (default build/zh/notebooks)
     python tools/i18n.py publish [--out DIR]      write zh/ for Colab: the notebooks and student versions
     python tools/i18n.py messages [MODULE ...]    the checks' messages without a current translation
@@ -51,7 +52,8 @@ comments stripped, a Chinese code cell is the English one token for token,
 and the comments that tools read (``# BEGIN SOLUTION``, ``# END SOLUTION``,
 ``# NBVAL_...``, ``# noqa``) are never touched. A cell whose source changed is
 stale and keeps its English comments; ``show`` says whether its comments
-changed at all (if not, ``mark`` it). The set-up cell of tools/colab.py is the
+changed at all (if not, ``mark`` it; ``mark NOTEBOOK --comments-fit`` marks every
+stale code cell whose comments all still have their translation). The set-up cell of tools/colab.py is the
 same in every notebook, so its comments are translated once, in
 ``i18n/zh/setup.json``, and the Chinese set-up cell ends with
 ``LANGUAGE_LINES``, which show the checks' messages in Chinese.
@@ -585,8 +587,11 @@ def cmd_status(args) -> int:
     n_code = sum(len(s["code"]) for s in code)
     done = sum(len(s["code_current"]) for s in code)
     words_done = sum(comment_words(s["code"][c]) for s in code for c in s["code_current"])
+    fit = sum(comments_fit(s["code"][c], s["translation"]["code"][c]["comments"])
+              for s in code for c in s["code_stale"])
     print(f"Code cells with comments: {n_code}, their comments translated and current in {done} "
-          f"({words_done} English words); stale {sum(len(s['code_stale']) for s in code)}, "
+          f"({words_done} English words); stale {sum(len(s['code_stale']) for s in code)} "
+          f"({fit} of them only in code: `mark NOTEBOOK --comments-fit`), "
           f"missing {sum(len(s['code_missing']) for s in code)} (-v names them)")
     if args.verbose:
         for p, s in zip(paths, code):
@@ -777,6 +782,11 @@ def cmd_mark(args) -> int:
     if s["translation"] is None:
         print(f"i18n: no translation file for {path.stem}", file=sys.stderr)
         return 1
+    if args.comments_fit:
+        return _mark_comments_fit(path, s)
+    if not args.cells:
+        print("i18n: name the cells to mark (or --comments-fit)", file=sys.stderr)
+        return 1
     for cid in args.cells:  # check all first, then change
         if cid in s["code"] and cid not in s["code_missing"]:
             continue
@@ -790,6 +800,30 @@ def cmd_mark(args) -> int:
             s["translation"]["cells"][cid]["en_sha"] = sha(s["cells"][cid])
     save_translation(path.stem, s["translation"])
     print(f"{path.stem}: marked {len(args.cells)} cell(s) as translating the current English")
+    return 0
+
+
+def comments_fit(src: str, comments: dict[str, str]) -> bool:
+    """Whether every comment of the source has a translation in ``comments``."""
+    return all(b["text"] in comments for b in comment_blocks(src))
+
+
+def _mark_comments_fit(path: pathlib.Path, s: dict) -> int:
+    """Mark each stale code cell whose comments all still have their translation (only code changed);
+    translations of comments the cell no longer has are dropped."""
+    marked = []
+    for cid in s["code_stale"]:
+        e = s["translation"]["code"][cid]
+        src = s["code"][cid]
+        if comments_fit(src, e["comments"]):
+            keep = {b["text"] for b in comment_blocks(src)}
+            e["comments"] = {k: v for k, v in e["comments"].items() if k in keep}
+            e["en_sha"] = sha(src)
+            marked.append(cid)
+    save_translation(path.stem, s["translation"])
+    rest = [c for c in s["code_stale"] if c not in marked]
+    print(f"{path.stem}: marked {len(marked)} code cell(s) whose comments did not change"
+          + (f"; {len(rest)} have new comments to translate: {', '.join(rest)}" if rest else ""))
     return 0
 
 
@@ -963,7 +997,9 @@ def main(argv: list[str] | None = None) -> int:
     p.set_defaults(func=cmd_check)
     p = sub.add_parser("mark", help="record that these cells' translations fit the current English")
     p.add_argument("notebook")
-    p.add_argument("cells", nargs="+")
+    p.add_argument("cells", nargs="*")
+    p.add_argument("--comments-fit", action="store_true",
+                   help="mark every stale code cell whose comments all still have their translation")
     p.set_defaults(func=cmd_mark)
     p = sub.add_parser("messages", help="the checks' messages without a current translation")
     p.add_argument("modules", nargs="*", help="checks modules, e.g. nb05 (default: all)")
