@@ -392,7 +392,8 @@ def test_built_notebook_is_the_english_with_chinese_prose(built, stem):
             assert i18n.code_tokens(i18n.source(b)) == i18n.code_tokens(i18n.source(a)), \
                 f"{stem} {a['id']}: the code of a code cell changed"
             if a["id"] in code:
-                assert i18n.source(b) == i18n.apply_comments(i18n.source(a), code[a["id"]]["comments"])
+                assert i18n.source(b) == i18n.apply_comments(i18n.source(a), code[a["id"]]["comments"],
+                                                             i18n.shown_lines(a))
             else:
                 assert a == b, f"{stem} {a['id']}: a code cell without translated comments changed"
 
@@ -819,3 +820,17 @@ def test_each_chinese_notebook_page_offers_its_chinese_student_version():
     en = student_version.student_links("notebooks/03_backpropagation", "en")
     assert "/blob/main/student/03_backpropagation.ipynb" in en and "download the student version" in en
     assert student_version.student_links("glossary", "zh_CN") is None
+
+
+def test_a_comment_the_outputs_print_stays_english():
+    # A cell that prints one of its own lines (a traceback, an anomaly's frame.line) shows the English
+    # comment in its saved output: the comment stays English, so the output is still the cell's.
+    cell = {"cell_type": "code", "id": "c1", "metadata": {}, "execution_count": 1,
+            "source": "r = u ** 0.25   # its VJP divides by 0\nprint(line)  # the line\n",
+            "outputs": [{"output_type": "stream", "name": "stdout",
+                         "text": ["created at line: r = u ** 0.25   # its VJP divides by 0\n"]}]}
+    shown, src = i18n.shown_lines(cell), i18n.source(cell)
+    assert [b["text"] for b in i18n.comment_blocks(src, shown)] == ["# the line"]
+    assert [b["text"] for b in i18n.comment_blocks(src)] == ["# its VJP divides by 0", "# the line"]
+    zh = i18n.apply_comments(src, {"# the line": "# 这一行", "# its VJP divides by 0": "# 除以 0"}, shown)
+    assert "# its VJP divides by 0" in zh and "# 这一行" in zh

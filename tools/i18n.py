@@ -47,7 +47,8 @@ notebook without a translation file starts with a note saying so.
 its Chinese, keyed like a markdown cell by the cell's ``id`` and the hash of
 its whole source. A comment is a run of comment lines one under the other (a
 block, which may become more or fewer lines) or a comment after code on its
-line (which stays one line). ``build`` replaces comment text only: with the
+line (which stays one line); a comment on a line that the cell's saved outputs
+print (a traceback's line) stays English, like those outputs. ``build`` replaces comment text only: with the
 comments stripped, a Chinese code cell is the English one token for token,
 and the comments that tools read (``# BEGIN SOLUTION``, ``# END SOLUTION``,
 ``# NBVAL_...``, ``# noqa``) are never touched. A cell whose source changed is
@@ -244,8 +245,20 @@ _TOOL_COMMENT = re.compile(r"#\s*(BEGIN SOLUTION|END SOLUTION|YOUR CODE HERE|NBV
                            r"|otter)")
 
 
-def comment_blocks(src: str) -> list[dict]:
-    """The translatable comments of a code cell's source, as blocks.
+def shown_lines(cell: dict) -> str:
+    """The text of a code cell's saved outputs. A cell that prints one of its own source lines (a
+    traceback, a frame's ``line``) shows that line's comment as it is: the comment stays English, so
+    that the Chinese notebook's outputs are still the English notebook's."""
+    text = []
+    for out in cell.get("outputs", []):
+        parts = (out.get("text", ""), out.get("data", {}).get("text/plain", ""), out.get("traceback", []))
+        text += ["".join(part) if isinstance(part, list) else part for part in parts]
+    return re.sub(r"\x1b\[[0-9;]*m", "", "\n".join(text))
+
+
+def comment_blocks(src: str, shown: str = "") -> list[dict]:
+    """The translatable comments of a code cell's source, as blocks (not those on a line that
+    ``shown``, the text of its outputs, prints: see shown_lines).
 
     A block is a run of comment lines alone on their lines, one under the other at the
     same column, or one comment after code on its line. Each block is a dict: ``rows``
@@ -263,6 +276,8 @@ def comment_blocks(src: str) -> list[dict]:
         if tok.type != tokenize.COMMENT or _TOOL_COMMENT.match(tok.string):
             continue
         row, col = tok.start[0] - 1, tok.start[1]
+        if shown and lines[row].strip() in shown:
+            continue
         own = not lines[row][:col].strip()
         last = blocks[-1] if blocks else None
         if own and last and last["own"] and last["col"] == col and last["rows"][-1] == row - 1:
@@ -280,14 +295,14 @@ def code_tokens(src: str) -> list[tuple[int, str]]:
             if t.type not in skip]
 
 
-def apply_comments(src: str, comments: dict[str, str]) -> str:
+def apply_comments(src: str, comments: dict[str, str], shown: str = "") -> str:
     """The source with each comment block that ``comments`` translates replaced by its translation.
 
     A block alone on its lines may become more or fewer lines (each at the block's column);
     a comment after code stays one line. Nothing but comment text changes.
     """
     lines = src.splitlines(keepends=True)
-    for b in reversed(comment_blocks(src)):
+    for b in reversed(comment_blocks(src, shown)):
         zh = comments.get(b["text"])
         if zh is None:
             continue
@@ -304,8 +319,8 @@ def apply_comments(src: str, comments: dict[str, str]) -> str:
 
 def code_cells(nb: dict) -> dict[str, str]:
     """The notebook's code cells that have comments to translate, id -> source (not the set-up cell)."""
-    return {c["id"]: source(c) for c in nb["cells"]
-            if c["cell_type"] == "code" and c["id"] != colab.CELL_ID and comment_blocks(source(c))}
+    return {c["id"]: source(c) for c in nb["cells"] if c["cell_type"] == "code" and c["id"] != colab.CELL_ID
+            and comment_blocks(source(c), shown_lines(c))}
 
 
 def _comment_fixed(text: str) -> Counter:
@@ -315,11 +330,11 @@ def _comment_fixed(text: str) -> Counter:
                     if k[0] in ("number", "code", "formula")})
 
 
-def comment_problems(src: str, comments: dict[str, str]) -> list[str]:
+def comment_problems(src: str, comments: dict[str, str], shown: str = "") -> list[str]:
     """What is wrong with a code cell's comment translations (empty: nothing)."""
     problems = []
-    keys = [b["text"] for b in comment_blocks(src)]
-    trailing = {b["text"] for b in comment_blocks(src) if not b["own"]}
+    keys = [b["text"] for b in comment_blocks(src, shown)]
+    trailing = {b["text"] for b in comment_blocks(src, shown) if not b["own"]}
     for en, zh in comments.items():
         if en not in keys:
             problems.append(f"translates a comment the cell does not have: {en[:60]!r}")
@@ -341,7 +356,7 @@ def comment_problems(src: str, comments: dict[str, str]) -> list[str]:
         problems.append(f"{len(untranslated)} comment(s) without a translation, "
                         f"e.g. {untranslated[0][:60]!r}")
     try:
-        same = code_tokens(apply_comments(src, comments)) == code_tokens(src)
+        same = code_tokens(apply_comments(src, comments, shown)) == code_tokens(src)
     except (tokenize.TokenError, IndentationError, SyntaxError) as err:
         same, problems = False, problems + [f"the translated cell does not tokenize: {err}"]
     if not same:
@@ -534,7 +549,8 @@ def notebook_state(path: pathlib.Path) -> dict:
     # Code cells: the translations of their comments, keyed by the hash of the whole source.
     code = code_cells(nb)
     code_entries = tr.get("code", {}) if tr else {}
-    state.update({"code": code, "code_missing": [], "code_stale": [], "code_current": [],
+    state.update({"code": code, "shown": {c["id"]: shown_lines(c) for c in nb["cells"] if c["id"] in code},
+                  "code_missing": [], "code_stale": [], "code_current": [],
                   "code_orphans": [k for k in code_entries if k not in code],
                   "exercises": [c["id"] for c in nb["cells"] if c["id"] in code and _is_exercise(c)]})
     for cid, src in code.items():
@@ -586,8 +602,8 @@ def cmd_status(args) -> int:
     code = [notebook_state(p) for p in paths]
     n_code = sum(len(s["code"]) for s in code)
     done = sum(len(s["code_current"]) for s in code)
-    words_done = sum(comment_words(s["code"][c]) for s in code for c in s["code_current"])
-    fit = sum(comments_fit(s["code"][c], s["translation"]["code"][c]["comments"])
+    words_done = sum(comment_words(s["code"][c], s["shown"][c]) for s in code for c in s["code_current"])
+    fit = sum(comments_fit(s["code"][c], s["translation"]["code"][c]["comments"], s["shown"][c])
               for s in code for c in s["code_stale"])
     print(f"Code cells with comments: {n_code}, their comments translated and current in {done} "
           f"({words_done} English words); stale {sum(len(s['code_stale']) for s in code)} "
@@ -607,8 +623,8 @@ def cmd_status(args) -> int:
     return 0
 
 
-def comment_words(src: str) -> int:
-    return sum(words(re.sub(r"^\s*#+", "", b["text"], flags=re.M)) for b in comment_blocks(src))
+def comment_words(src: str, shown: str = "") -> int:
+    return sum(words(re.sub(r"^\s*#+", "", b["text"], flags=re.M)) for b in comment_blocks(src, shown))
 
 
 def cmd_messages(args) -> int:
@@ -706,8 +722,8 @@ def _show_code(path: pathlib.Path, s: dict, cid: str) -> None:
     comments = e.get("comments", {}) if e else {}
     if kind == "stale":
         old = _old_english(path, cid, e.get("en_sha"), cells=code_cells)
-        same = old is not None and [b["text"] for b in comment_blocks(old)] == \
-            [b["text"] for b in comment_blocks(src)]
+        same = old is not None and [b["text"] for b in comment_blocks(old, s["shown"][cid])] == \
+            [b["text"] for b in comment_blocks(src, s["shown"][cid])]
         if same:
             print(f"---- only code changed, the comments did not: `tools/i18n.py mark {path.stem} {cid}`")
         elif old is not None:
@@ -715,7 +731,7 @@ def _show_code(path: pathlib.Path, s: dict, cid: str) -> None:
             sys.stdout.writelines(difflib.unified_diff(old.splitlines(True), src.splitlines(True),
                                                        "then", "now", n=1))
             print()
-    for b in comment_blocks(src):
+    for b in comment_blocks(src, s["shown"][cid]):
         print(f"---- line {b['rows'][0] + 1}:")
         print(b["text"])
         print(f"  -> {comments[b['text']]}" if b["text"] in comments else "  -> (no translation)")
@@ -759,7 +775,8 @@ def code_problems(s: dict, path: pathlib.Path, required: bool = False) -> list[s
     if keys != [c for c in s["code"] if c in keys]:
         problems.append("code cells are not in notebook order")
     for cid in s["code_current"]:
-        problems += [f"{cid}: {p}" for p in comment_problems(s["code"][cid], entries[cid]["comments"])]
+        problems += [f"{cid}: {p}" for p in comment_problems(s["code"][cid], entries[cid]["comments"],
+                                                             s["shown"][cid])]
     return problems
 
 
@@ -803,9 +820,9 @@ def cmd_mark(args) -> int:
     return 0
 
 
-def comments_fit(src: str, comments: dict[str, str]) -> bool:
+def comments_fit(src: str, comments: dict[str, str], shown: str = "") -> bool:
     """Whether every comment of the source has a translation in ``comments``."""
-    return all(b["text"] in comments for b in comment_blocks(src))
+    return all(b["text"] in comments for b in comment_blocks(src, shown))
 
 
 def _mark_comments_fit(path: pathlib.Path, s: dict) -> int:
@@ -815,8 +832,8 @@ def _mark_comments_fit(path: pathlib.Path, s: dict) -> int:
     for cid in s["code_stale"]:
         e = s["translation"]["code"][cid]
         src = s["code"][cid]
-        if comments_fit(src, e["comments"]):
-            keep = {b["text"] for b in comment_blocks(src)}
+        if comments_fit(src, e["comments"], s["shown"][cid]):
+            keep = {b["text"] for b in comment_blocks(src, s["shown"][cid])}
             e["comments"] = {k: v for k, v in e["comments"].items() if k in keep}
             e["en_sha"] = sha(src)
             marked.append(cid)
@@ -838,7 +855,7 @@ def chinese_notebook(path: pathlib.Path) -> tuple[dict, list[str]]:
         if cell["cell_type"] == "markdown" and cell["id"] in s["current"]:
             cell["source"] = entries[cell["id"]]["zh"].splitlines(keepends=True)
         elif cell["cell_type"] == "code" and cell["id"] in s["code_current"]:
-            src = apply_comments(source(cell), code[cell["id"]]["comments"])
+            src = apply_comments(source(cell), code[cell["id"]]["comments"], s["shown"][cell["id"]])
             cell["source"] = src.splitlines(keepends=True)
         elif cell["cell_type"] == "code" and cell["id"] == colab.CELL_ID:
             cell["source"] = chinese_setup_source(source(cell)).splitlines(keepends=True)
