@@ -16,7 +16,7 @@
 #   make student  write build/student/: exercises blanked, outputs cleared
 #   make assign   instructors: student notebooks and otter-grader autograders, in build/assign/
 #   make grade SUBMISSIONS=dir  instructors: grade dir/<student>/<notebook>.ipynb into build/grades/
-#   make publish-student  write student/ (committed, for Colab links) from notebooks/
+#   make publish-student  write student/ and zh/ (committed, for Colab links) from notebooks/ and i18n/zh/
 #   make colab    insert or update every notebook's set-up cell (tools/colab.py)
 #   make bench    time minigrad against hand-written NumPy (and PyTorch): benchmarks/RESULTS.md
 #   make upgrade  re-resolve constraints.txt to the newest versions that work together, rebuild .venv
@@ -359,6 +359,8 @@ site: $(SITE_STAMP) $(MATHJAX_DIR)/tex-mml-chtml.js $(ZH_STAMP)
 	$(BIN)/python tools/i18n.py glossary --lang en > $(SITE_SRC)/glossary.md
 	rm -rf build/site-extra && $(BIN)/python tools/colab.py --publish-student build/site-extra/student $(NOTEBOOKS)
 	$(BIN)/sphinx-build -b html -c docs -d build/site-doctrees -E -W --keep-going -q $(SITE_SRC) build/site
+	rm -rf build/site-extra-zh && $(BIN)/python tools/colab.py --publish-student build/site-extra-zh/student \
+	  $(ZH_NOTEBOOKS) && rm build/site-extra-zh/student/README.md
 	MINIGRAD_SITE_LANG=zh $(BIN)/sphinx-build -b html -c docs -d build/site-doctrees-zh -E -W --keep-going -q \
 	  $(SITE_SRC_ZH) build/site/zh
 	@echo "Website: build/site/index.html ($$(find build/site -name '*.html' -not -path '*/_static/*' | wc -l) pages)"
@@ -435,9 +437,11 @@ student: $(STAMP) $(if $(ZH),$(ZH_STAMP))
 	$(BIN)/python tools/make_student.py --out $(if $(ZH),build/zh/student $(ZH_NOTEBOOKS),build/student $(NOTEBOOKS))
 
 # student/ is committed so that Colab can open the student notebooks from
-# GitHub; tests/test_colab.py checks it is in step with notebooks/.
+# GitHub; tests/test_colab.py checks it is in step with notebooks/. So is the
+# Chinese edition's zh/ (zh/notebooks, zh/student; tests/test_i18n.py checks it).
 publish-student: $(STAMP)
 	$(BIN)/python tools/colab.py --publish-student student $(NOTEBOOKS)
+	$(BIN)/python tools/i18n.py publish --out zh
 
 # Every notebook's first code cell installs the package where it is missing
 # (Colab) and does nothing here; re-execute the notebooks afterwards.

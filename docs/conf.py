@@ -92,12 +92,15 @@ else:
 # Each notebook page gets the theme's launch buttons (Colab, Binder) and, under
 # its title, the student version (docs/student_version.py): `make site` writes
 # the student notebooks to build/site-extra/student/, served as student/.
+# The Chinese edition's student notebooks are in build/site-extra-zh/student/, served as
+# zh/student/; its launch buttons open the committed Chinese notebooks (zh/notebooks/...).
 extensions.append("student_version")
-html_extra_path = [str(ROOT / "build" / "site-extra")]
+html_extra_path = [str(ROOT / "build" / ("site-extra-zh" if EDITION == "zh" else "site-extra"))]
 html_theme_options.update({
     "repository_url": "https://github.com/minigrad-course/minigrad-course",
     "repository_branch": "main",
-    "path_to_docs": "",  # the site's sources are laid out as in the repository (notebooks/...)
+    # the site's sources are laid out as in the repository (notebooks/..., zh/notebooks/...)
+    "path_to_docs": "zh" if EDITION == "zh" else "",
     "use_repository_button": True,
     "launch_buttons": {
         "colab_url": "https://colab.research.google.com",

@@ -55,6 +55,7 @@ def _load(name, path):
 
 i18n = _load("i18n_tool", ROOT / "tools" / "i18n.py")
 make_student = _load("make_student_tool", ROOT / "tools" / "make_student.py")
+colab = _load("colab_tool", ROOT / "tools" / "colab.py")
 
 ENGLISH = {p.stem: p for p in i18n.english_notebooks()}
 TRANSLATED = sorted(set(EXPECTED) | {p.stem for p in i18n.I18N.glob("[0-9][0-9]_*.json")})
@@ -95,12 +96,18 @@ def test_file_format(stem):
     assert text == json.dumps(data, ensure_ascii=False, indent=1) + "\n", (
         f"{path.name} is not written as json.dump(obj, f, ensure_ascii=False, indent=1) plus a newline "
         "(tools/i18n.save_translation writes it so)")
+    assert set(data) <= {"notebook", "cells", "code"}, f"{path.name}: unknown keys {set(data)}"
     for cid, e in data["cells"].items():
         assert re.fullmatch(r"[0-9a-f]{16}", e.get("en_sha", "")), f"{path.name} {cid}: en_sha is not 16 hex"
         assert isinstance(e.get("zh"), str), f"{path.name} {cid}: no 'zh' text"
         assert set(e) <= {"en_sha", "zh", "exempt", "why"}, f"{path.name} {cid}: unknown keys {set(e)}"
         if e.get("exempt"):
             assert e.get("why"), f"{path.name} {cid}: an exemption needs a 'why'"
+    for cid, e in data.get("code", {}).items():
+        assert set(e) == {"en_sha", "comments"}, f"{path.name} code {cid}: keys must be en_sha and comments"
+        assert re.fullmatch(r"[0-9a-f]{16}", e["en_sha"]), f"{path.name} code {cid}: en_sha is not 16 hex"
+        assert all(isinstance(k, str) and isinstance(v, str) and v for k, v in e["comments"].items()), \
+            f"{path.name} code {cid}: comments map each English comment to its translation"
 
 
 @pytest.mark.parametrize("stem", TRANSLATED)
@@ -369,15 +376,26 @@ def test_built_notebook_is_the_english_with_chinese_prose(built, stem):
     en = json.loads(ENGLISH[stem].read_text(encoding="utf-8"))
     zh = json.loads((out / f"{stem}.ipynb").read_text(encoding="utf-8"))
     entries = i18n.load_translation(stem)["cells"]
+    code = i18n.load_translation(stem).get("code", {})
     assert len(zh["cells"]) == len(en["cells"])
     for a, b in zip(en["cells"], zh["cells"]):
+        same = {k: v for k, v in a.items() if k != "source"} == {k: v for k, v in b.items() if k != "source"}
+        assert same, f"{stem} {a['id']}: only a cell's source may differ (outputs, id, metadata: English)"
         if a["cell_type"] == "markdown":
             assert i18n.source(b) == entries[a["id"]]["zh"]
             assert re.search(r"[\u4e00-\u9fff]", i18n.source(b)), f"{stem} {a['id']}: no Chinese"
-            assert {k: v for k, v in a.items() if k != "source"} == \
-                   {k: v for k, v in b.items() if k != "source"}
+        elif a["id"] == colab.CELL_ID:
+            # The set-up cell: the English code, then the lines that set the checks' language.
+            assert i18n.code_tokens(i18n.source(b)) == i18n.code_tokens(i18n.source(a) + i18n.LANGUAGE_LINES)
         else:
-            assert a == b, f"{stem} {a['id']}: a code cell changed"
+            # Comments stripped, a code cell is the English one, token for token.
+            assert i18n.code_tokens(i18n.source(b)) == i18n.code_tokens(i18n.source(a)), \
+                f"{stem} {a['id']}: the code of a code cell changed"
+            if a["id"] in code:
+                assert i18n.source(b) == i18n.apply_comments(i18n.source(a), code[a["id"]]["comments"],
+                                                             i18n.shown_lines(a))
+            else:
+                assert a == b, f"{stem} {a['id']}: a code cell without translated comments changed"
 
 
 def test_student_versions_of_the_chinese_notebooks(built, tmp_path):
@@ -448,3 +466,371 @@ def test_e2e_language_switch_must_lead_to_the_same_page(tmp_path, monkeypatch):
     assert good("benchmarks/RESULTS.html", f"{base}/zh/index.html", base) == []   # no Chinese page
     assert good("notebooks/03_x.html", f"{base}/zh/index.html", base), "a page both editions have"
     assert good("notebooks/03_x.html", None, base) == ["no language switch (English <-> 中文)"]
+
+
+# ------------------------------------------------------- comments in code cells
+
+# The notebooks whose every commented code cell must have its comments translated (in any
+# other, the exercise cells must): all sixteen.
+CODE_EXPECTED = EXPECTED
+
+
+@pytest.mark.parametrize("stem", TRANSLATED)
+def test_code_comments_current(stem):
+    s = _state(stem)
+    problems = i18n.code_problems(s, ENGLISH[stem], required=stem in CODE_EXPECTED)
+    assert not problems, (f"{stem}: the translations of code cells' comments "
+                          f"(`python tools/i18n.py show {stem}`):\n" + "\n".join(problems))
+
+
+CODE_CELL = '''\
+# Try it: a batch of 2 through one layer.
+# The shapes are printed below.
+x = np.ones((2, 3))   # two rows
+def f(a):
+    # BEGIN SOLUTION
+    return a * 2      # double it
+    # END SOLUTION
+s = "# not a comment"  # a string holds it
+'''
+COMMENTS = {
+    "# Try it: a batch of 2 through one layer.\n# The shapes are printed below.":
+        "# 试一试：让 2 行的批经过一层，形状打印在下面。",
+    "# two rows": "# 两行",
+    "# double it": "# 翻倍",
+    "# a string holds it": "# 它在字符串里",
+}
+
+
+def test_comment_blocks_leave_the_markers_and_strings_alone():
+    blocks = i18n.comment_blocks(CODE_CELL)
+    assert [b["text"] for b in blocks] == list(COMMENTS)
+    assert [b["own"] for b in blocks] == [True, False, False, False]
+    zh = i18n.apply_comments(CODE_CELL, COMMENTS)
+    assert "# BEGIN SOLUTION" in zh and "# END SOLUTION" in zh and '"# not a comment"' in zh
+    assert zh.splitlines()[0] == "# 试一试：让 2 行的批经过一层，形状打印在下面。"
+    assert "x = np.ones((2, 3))   # 两行" in zh
+    assert i18n.code_tokens(zh) == i18n.code_tokens(CODE_CELL)
+    assert i18n.comment_problems(CODE_CELL, COMMENTS) == []
+    assert make_student.blank_solutions(zh).count("raise NotImplementedError") == 1
+
+
+@pytest.mark.parametrize("change, says", [
+    ({"# two rows": "两行"}, "must start with '#'"),
+    ({"# two rows": "# 两行\n# 第二行"}, "must stay on its line"),
+    ({"# two rows": "# 3 行"}, "number '3'"),
+    ({"# double it": "# 翻倍 # BEGIN SOLUTION"}, "marker"),
+    ({"# a comment it does not have": "# 没有"}, "does not have"),
+])
+def test_comment_problems_reject_a_bad_translation(change, says):
+    problems = i18n.comment_problems(CODE_CELL, {**COMMENTS, **change})
+    assert any(says in p for p in problems), f"not caught ({says}): {problems}"
+
+
+def test_comment_problems_name_an_untranslated_comment():
+    partial = {k: v for k, v in COMMENTS.items() if k != "# two rows"}
+    assert any("without a translation" in p for p in i18n.comment_problems(CODE_CELL, partial))
+
+
+def _with_code_cell(fake_course, comments=None):
+    """The fake course with an exercise code cell and (optionally) its comments' translation."""
+    path, nb, tr = fake_course
+    nb["cells"].insert(2, {"cell_type": "code", "id": "c010", "metadata": {}, "execution_count": 2,
+                           "source": CODE_CELL, "outputs": []})
+    path.write_text(json.dumps(nb), encoding="utf-8")
+    if comments is not None:
+        tr["code"] = {"c010": {"en_sha": i18n.sha(CODE_CELL), "comments": comments}}
+        i18n.translation_path("00_fake").write_text(json.dumps(tr, ensure_ascii=False), encoding="utf-8")
+    return path, nb, tr
+
+
+def test_an_exercise_cell_without_translated_comments_is_missing(fake_course):
+    path, _, _ = _with_code_cell(fake_course)
+    s = i18n.notebook_state(path)
+    assert s["code_missing"] == ["c010"] and s["exercises"] == ["c010"]
+    assert any("c010: code cell whose comments have no translation" in p for p in i18n.check_notebook(path))
+
+
+def test_code_cell_comments_go_stale_when_the_source_changes(fake_course, capsys):
+    path, nb, _ = _with_code_cell(fake_course, COMMENTS)
+    assert i18n.notebook_state(path)["code_current"] == ["c010"]
+    assert i18n.check_notebook(path) == []
+    nb["cells"][2]["source"] = CODE_CELL.replace("a * 2", "a + a")     # code only: the comments still fit
+    path.write_text(json.dumps(nb), encoding="utf-8")
+    s = i18n.notebook_state(path)
+    assert s["code_stale"] == ["c010"]
+    assert any("c010: stale code cell" in p for p in i18n.check_notebook(path))
+    left = i18n.build(path.parent.parent / "out")
+    zh = json.loads((path.parent.parent / "out" / "00_fake.ipynb").read_text(encoding="utf-8"))
+    assert i18n.source(zh["cells"][2]) == i18n.source(nb["cells"][2]), "a stale cell keeps its English"
+    assert left == {"00_fake": []}
+    assert i18n.main(["mark", str(path), "--comments-fit"]) == 0
+    assert i18n.notebook_state(path)["code_current"] == ["c010"]
+    nb["cells"][2]["source"] = CODE_CELL.replace("# two rows", "# two rows of ones")   # a new comment
+    path.write_text(json.dumps(nb), encoding="utf-8")
+    assert i18n.main(["mark", str(path), "--comments-fit"]) == 0
+    assert i18n.notebook_state(path)["code_stale"] == ["c010"], "a changed comment needs its translation"
+    assert i18n.main(["mark", str(path), "c010"]) == 0   # marking by hand: then the checker names the comment
+    assert any("without a translation" in p for p in i18n.check_notebook(path))
+
+
+def test_build_translates_comments_only(fake_course, tmp_path):
+    path, nb, _ = _with_code_cell(fake_course, COMMENTS)
+    i18n.build(tmp_path / "out")
+    zh = json.loads((tmp_path / "out" / "00_fake.ipynb").read_text(encoding="utf-8"))
+    a, b = nb["cells"][2], zh["cells"][2]
+    assert i18n.source(b) == i18n.apply_comments(CODE_CELL, COMMENTS)
+    assert i18n.code_tokens(i18n.source(b)) == i18n.code_tokens(i18n.source(a))
+    assert {k: v for k, v in a.items() if k != "source"} == {k: v for k, v in b.items() if k != "source"}
+    assert zh["cells"][1] == nb["cells"][1], "a code cell without comments is copied as it is"
+
+
+# ------------------------------------------------------------ the set-up cell
+
+def test_the_set_up_cell_comments_are_current_and_translated():
+    tr = i18n.load_setup()
+    assert tr["en_sha"] == i18n.sha(colab.SOURCE), (
+        "the set-up cell (tools/colab.py) changed after its comments were translated: update "
+        "i18n/zh/setup.json (its en_sha, and its comments if they changed)")
+    assert i18n.comment_problems(colab.SOURCE, tr["comments"]) == []
+    zh = i18n.chinese_setup_source(colab.SOURCE)
+    assert re.search(r"[\u4e00-\u9fff]", zh.split("def _set_up")[0]), "its opening comment is in Chinese"
+
+
+def test_the_chinese_set_up_cell_prints_nothing_where_the_course_is_installed():
+    # As in the course's lab (and under nbval): the package imports, dot is on PATH.
+    import os
+    import shutil
+    import sys
+    assert shutil.which("dot"), "the tests need Graphviz's dot"
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "MINIGRAD_INSTALL": "/nonexistent.whl"}
+    run = subprocess.run([sys.executable, "-c", i18n.chinese_setup_source(colab.SOURCE)], env=env,
+                         capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stderr
+    assert run.stdout == "" and run.stderr == "", (run.stdout, run.stderr)
+
+
+def test_the_chinese_set_up_cell_sets_the_checks_language():
+    from minigrad.checks import _language
+    zh = i18n.chinese_setup_source(colab.SOURCE)
+    assert zh.endswith(i18n.LANGUAGE_LINES)
+    try:
+        exec(compile(zh, "setup", "exec"), {})
+        assert _language.language() == "zh"
+    finally:
+        _language.set_language("en")
+    assert _language.language() == "en"
+
+
+# ------------------------------------------------------------ the checks' messages
+
+checks_language = _load("checks_language", ROOT / "minigrad" / "checks" / "_language.py")
+CATALOGUE = i18n.load_catalogue()
+MESSAGES = i18n.messages_state()
+# Checks modules whose messages need not all be translated yet, and why (none: all are).
+UNTRANSLATED_ALLOWED: dict[str, str] = {}
+
+
+def test_catalogue_format():
+    text = i18n.CATALOGUE.read_text(encoding="utf-8")
+    assert text == json.dumps(CATALOGUE, ensure_ascii=False, indent=1) + "\n", (
+        "minigrad/checks/zh.json is not written as tools/i18n.save_catalogue writes it")
+    assert set(CATALOGUE) == {"messages"}
+    for stem, entries in CATALOGUE["messages"].items():
+        assert all(isinstance(k, str) and isinstance(v, str) and v for k, v in entries.items()), stem
+
+
+def test_the_catalogue_ships_in_the_package():
+    import tomllib
+    data = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    assert "checks/zh.json" in data["tool"]["setuptools"]["package-data"]["minigrad"], (
+        "Colab installs the package: minigrad/checks/zh.json must be package data")
+
+
+@pytest.mark.parametrize("stem", sorted(MESSAGES))
+def test_no_check_message_is_stale(stem):
+    m = MESSAGES[stem]
+    assert not m["stale"], (
+        f"minigrad/checks/zh.json translates messages of {stem} whose English is no longer in "
+        f"minigrad/checks/{stem}.py; give each the current English as its key and update the translation "
+        f"(`python tools/i18n.py messages {stem}`):\n"
+        + "\n".join(f"  {t!r}\n    now most like: {m['nearest'][t]!r}" for t in m["stale"]))
+
+
+@pytest.mark.parametrize("stem", sorted(MESSAGES))
+def test_every_check_message_is_translated(stem):
+    m = MESSAGES[stem]
+    if stem in UNTRANSLATED_ALLOWED:
+        pytest.skip(f"{stem}: {UNTRANSLATED_ALLOWED[stem]} ({len(m['missing'])} untranslated)")
+    assert not m["missing"], (
+        f"{stem}: check messages without a translation in minigrad/checks/zh.json "
+        f"(`python tools/i18n.py messages {stem} --json` prints them as entries to fill in):\n"
+        + "\n".join(f"  {t!r}" for t in m["missing"]))
+
+
+def test_check_translations_keep_fields_numbers_and_code():
+    problems = [f"{stem}: {en[:50]!r}: {p}" for stem, entries in CATALOGUE["messages"].items()
+                for en, zh in entries.items() for p in i18n.message_problems(en, zh)]
+    assert not problems, "\n".join(problems)
+
+
+def test_one_english_message_one_chinese():
+    seen: dict[str, str] = {}
+    for entries in CATALOGUE["messages"].values():
+        for en, zh in entries.items():
+            assert seen.setdefault(en, zh) == zh, f"{en!r} has two translations: {seen[en]!r} and {zh!r}"
+
+
+def _sample(template):
+    """A message made from a template, each field a distinct value, and that message's Chinese."""
+    values, k = {}, 0
+    zh_words = {}
+    for kind, field in checks_language.parse(template["zh"]):
+        if kind == "field":
+            expr, words = checks_language.split_field(field)
+            zh_words[expr] = words
+    for expr in checks_language.fields(template["en"]):
+        if expr not in values:
+            k += 1
+            words = zh_words.get(expr) or {}
+            values[expr] = next(iter(words)) if words else (str(k + 6) if checks_language._numeric(expr)
+                                                             else f"Q{k}")
+    def fill(text, chinese):
+        out = []
+        for kind, field in checks_language.parse(text):
+            if kind == "text":
+                out.append(field)
+            else:
+                expr, words = checks_language.split_field(field)
+                out.append(words.get(values[expr], values[expr]) if chinese else values[expr])
+        return "".join(out)
+    return fill(template["en"], False), fill(template["zh"], True)
+
+
+TEMPLATES = [{"en": en, "zh": zh} for entries in CATALOGUE["messages"].values()
+             for en, zh in entries.items() if zh != en]
+
+
+@pytest.mark.parametrize("template", TEMPLATES, ids=lambda t: t["en"][:40])
+def test_each_message_comes_out_as_its_translation(template):
+    en, want = _sample(template)
+    assert checks_language.translate(en, "zh") == want
+
+
+def _message(check, *args):
+    with pytest.raises(AssertionError) as info:
+        check(*args)
+    return str(info.value)
+
+
+def _english_left(zh):
+    return re.findall(r"(?:[A-Za-z']{3,} +){3,}[A-Za-z']{3,}", zh)
+
+
+def test_real_failures_of_the_checks_read_in_chinese():
+    from minigrad import Function
+    from minigrad.checks import nb00, nb03, nb05
+
+    class NoSaveMatMul(Function):
+        @staticmethod
+        def forward(ctx, a, b):
+            return a @ b
+
+        @staticmethod
+        def backward(ctx, g):
+            a, b = ctx.saved
+            return g @ b.T, a.T @ g
+
+    messages = [
+        _message(nb00.check_one_step, 1.0, 1.0),
+        _message(nb03.check_order, lambda root: []),
+        _message(nb03.check_backward, lambda root: None),
+        _message(nb05.check_matmul, NoSaveMatMul),
+    ]
+    for en in messages:
+        zh = checks_language.translate(en, "zh")
+        assert re.search(r"[\u4e00-\u9fff]", zh) and not _english_left(zh), (en, zh)
+        assert checks_language.translate(en, "en") == en
+
+
+def test_ipython_shows_a_failed_check_in_chinese(capsys):
+    shell_mod = pytest.importorskip("IPython.core.interactiveshell")
+    from minigrad.checks import _language, set_language
+    shell = shell_mod.InteractiveShell.instance()
+    try:
+        set_language("zh")
+        shell.run_cell("from minigrad.checks import nb00\nnb00.check_one_step(1.0, 1.0)")
+        out = capsys.readouterr().out
+        assert "AssertionError" in out and "初始权重处的损失" in out, out[-2000:]
+        set_language("en")
+        shell.run_cell("nb00.check_one_step(1.0, 1.0)")
+        out = capsys.readouterr().out
+        assert "the loss at the initial weights" in out and "初始权重" not in out, out[-2000:]
+    finally:
+        _language.set_language("en")
+
+
+# ------------------------------------------- the Chinese edition on Colab (zh/)
+
+PUBLISHED = i18n.PUBLISHED
+
+
+def test_the_published_chinese_edition_is_in_step():
+    # Colab opens zh/notebooks/NN_*.ipynb and zh/student/NN_*.ipynb from GitHub; `make publish-student`
+    # writes them from notebooks/ and i18n/zh/.
+    want = i18n.published_files("zh")
+    have = {p.relative_to(PUBLISHED).as_posix() for folder in ("notebooks", "student")
+            for p in (PUBLISHED / folder).glob("*.ipynb")}
+    assert have == {rel for rel in want if rel.endswith(".ipynb")}, "run: make publish-student"
+    stale = [rel for rel, text in want.items()
+             if not (PUBLISHED / rel).is_file() or (PUBLISHED / rel).read_text(encoding="utf-8") != text]
+    assert not stale, f"zh/ is out of step with notebooks/ and i18n/zh/ (run: make publish-student): {stale}"
+
+
+def test_the_published_student_notebooks_hold_no_solution_and_no_output():
+    for path in sorted((PUBLISHED / "student").glob("*.ipynb")):
+        text = path.read_text(encoding="utf-8")
+        nb = json.loads(text)
+        assert make_student.BEGIN not in text and make_student.END not in text, path.name
+        assert not any(c.get("outputs") for c in nb["cells"]), path.name
+        assert nb["metadata"]["language"] == "zh-CN"
+        if any(make_student.is_exercise(c) for c in json.loads(
+                (PUBLISHED / "notebooks" / path.name).read_text(encoding="utf-8"))["cells"]):
+            assert make_student.STUBS["zh-CN"] in text, f"{path.name}: no Chinese stub"
+
+
+def test_readme_zh_and_the_chinese_site_link_every_notebook_to_colab():
+    readme = (ROOT / "README.zh.md").read_text(encoding="utf-8")
+    front = (ROOT / "docs" / "zh" / "index.md").read_text(encoding="utf-8")
+    assert "```{include} README.zh.md" in front, "the Chinese front page shows README.zh.md"
+    student = (PUBLISHED / "student" / "README.md").read_text(encoding="utf-8")
+    for stem, ref, stu in i18n.colab_links():
+        for url in (ref, stu):
+            assert url in readme, f"README.zh.md lacks the Colab link {url}"
+            assert url in student, f"zh/student/README.md lacks the Colab link {url}"
+        assert ref.endswith(f"/zh/notebooks/{stem}.ipynb") and stu.endswith(f"/zh/student/{stem}.ipynb")
+
+
+def test_each_chinese_notebook_page_offers_its_chinese_student_version():
+    pytest.importorskip("docutils")
+    student_version = _load("student_version", ROOT / "docs" / "student_version.py")
+    zh = student_version.student_links("notebooks/03_backpropagation", "zh_CN")
+    assert "zh/student/03_backpropagation.ipynb" in zh and "下载学生版" in zh
+    assert 'href="../student/03_backpropagation.ipynb"' in zh
+    en = student_version.student_links("notebooks/03_backpropagation", "en")
+    assert "/blob/main/student/03_backpropagation.ipynb" in en and "download the student version" in en
+    assert student_version.student_links("glossary", "zh_CN") is None
+
+
+def test_a_comment_the_outputs_print_stays_english():
+    # A cell that prints one of its own lines (a traceback, an anomaly's frame.line) shows the English
+    # comment in its saved output: the comment stays English, so the output is still the cell's.
+    cell = {"cell_type": "code", "id": "c1", "metadata": {}, "execution_count": 1,
+            "source": "r = u ** 0.25   # its VJP divides by 0\nprint(line)  # the line\n",
+            "outputs": [{"output_type": "stream", "name": "stdout",
+                         "text": ["created at line: r = u ** 0.25   # its VJP divides by 0\n"]}]}
+    shown, src = i18n.shown_lines(cell), i18n.source(cell)
+    assert [b["text"] for b in i18n.comment_blocks(src, shown)] == ["# the line"]
+    assert [b["text"] for b in i18n.comment_blocks(src)] == ["# its VJP divides by 0", "# the line"]
+    zh = i18n.apply_comments(src, {"# the line": "# 这一行", "# its VJP divides by 0": "# 除以 0"}, shown)
+    assert "# its VJP divides by 0" in zh and "# 这一行" in zh

@@ -37,6 +37,8 @@ import sys
 BEGIN = "# BEGIN SOLUTION"
 END = "# END SOLUTION"
 STUB = "# YOUR CODE HERE"
+# The stub in a notebook of another edition (its metadata "language"), e.g. the Chinese one.
+STUBS = {"zh-CN": "# 在这里写你的代码"}
 MANIFEST = ".make_student.json"
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 
@@ -72,6 +74,34 @@ again. `python tools/make_student.py --force` overwrites everything.
 """
 
 
+README_ZH = """\
+# minigrad：学生版笔记本
+
+这些是去掉了每道练习答案的课程笔记本。原来写着答案的地方，现在是
+
+    # 在这里写你的代码
+    raise NotImplementedError
+
+把这两行换成你的代码即可。
+
+**怎样检查你的答案**
+
+1. 在仓库根目录运行 `make lab-student LANG=zh`：它会在 JupyterLab 中打开这个文件夹（需要时先生成它），
+   打开它打印出的链接。
+2. 把 `raise NotImplementedError` 换成你的解答。
+3. 运行整个笔记本（Kernel > Restart Kernel and Run All Cells）。笔记本末尾的单元格里是 `assert`
+   检查，练习做对了它们就会通过。`AssertionError` 会用中文说明哪项检查没有通过；
+   `NotImplementedError` 表示还有练习没有完成。
+
+仓库中的 `make test` 检查的是参考答案（`notebooks/` 中的笔记本），而不是你的副本。
+
+**你的作业会被保留。** 课程的笔记本更新之后，`make lab-student LANG=zh` 和 `make student LANG=zh`
+会重新生成这个文件夹，但你改动过（编辑过，或者只是运行并保存过）的笔记本会保持原样，并且会列出它们的名字。
+想要这样一个笔记本的新版本，把你的那份改名或删除，再运行一次 `make student LANG=zh`。
+`python tools/make_student.py --force` 会覆盖所有笔记本。
+"""
+
+
 class MarkerError(ValueError):
     """Solution markers that are unbalanced or nested."""
 
@@ -100,10 +130,10 @@ def solution_regions(source: str, where: str = "cell") -> list[tuple[int, int]]:
     return regions
 
 
-def blank_solutions(source: str, where: str = "cell") -> str:
+def blank_solutions(source: str, where: str = "cell", stub: str = STUB) -> str:
     """The source with every solution region replaced by the stub.
 
-    The stub is ``# YOUR CODE HERE`` and, on the next line, ``raise
+    The stub is ``# YOUR CODE HERE`` (or ``stub``) and, on the next line, ``raise
     NotImplementedError``, both at the indent of the region's BEGIN line.
     """
     lines = source.splitlines()
@@ -113,7 +143,7 @@ def blank_solutions(source: str, where: str = "cell") -> str:
     for begin, end in regions:
         out.extend(lines[pos:begin])
         indent = lines[begin][: len(lines[begin]) - len(lines[begin].lstrip())]
-        out.append(f"{indent}{STUB}")
+        out.append(f"{indent}{stub}")
         out.append(f"{indent}raise NotImplementedError")
         pos = end + 1
     out.extend(lines[pos:])
@@ -133,12 +163,13 @@ def is_exercise(cell: dict) -> bool:
 def student_notebook(nb: dict, name: str = "notebook") -> dict:
     """A copy of the notebook (as JSON) with solutions blanked and outputs cleared."""
     nb = copy.deepcopy(nb)
+    stub = STUBS.get(nb.get("metadata", {}).get("language"), STUB)
     for k, cell in enumerate(nb.get("cells", [])):
         if cell.get("cell_type") != "code":
             continue
         src = _source(cell)
         if BEGIN in src or END in src:
-            src = blank_solutions(src, f"{name}, code cell {k}")
+            src = blank_solutions(src, f"{name}, code cell {k}", stub)
         cell["source"] = src
         cell["outputs"] = []
         cell["execution_count"] = None
@@ -195,7 +226,8 @@ def write_student_version(notebooks: list[pathlib.Path], out: pathlib.Path,
                 shutil.copytree(extra, dest, dirs_exist_ok=True)
             else:
                 shutil.copy2(extra, dest)
-    (out / "README.md").write_text(README, encoding="utf-8")
+    chinese = converted and all(nb.get("metadata", {}).get("language") == "zh-CN" for _, nb in converted)
+    (out / "README.md").write_text(README_ZH if chinese else README, encoding="utf-8")
     return written, kept
 
 
