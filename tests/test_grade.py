@@ -1,10 +1,15 @@
 """The autograder (tools/grade.py on otter-grader): make assign, make grade.
 
 One grading run over a folder of submissions to notebook 15 (eight exercises,
-six of them graded), each a way a real submission goes: the reference, one
+seven of them graded), each a way a real submission goes: the reference, one
 wrong exercise, the student version as handed out (every exercise raises), an
 exercise that loops forever, the checks deleted with a wrong exercise, a file
 that is not a notebook, and a student who handed nothing in.
+
+Every notebook with exercises has its questions in grading/: each calls the
+notebook's check module (minigrad.checks.nbNN), the visible test as the
+notebook does, the hidden ones on inputs of their own; none repeats a check's
+logic. A slow test grades the reference of every notebook: full marks.
 """
 
 import csv
@@ -26,7 +31,7 @@ sys.path.insert(0, str(ROOT / "tools"))
 import grade  # noqa: E402
 import make_student  # noqa: E402
 
-POINTS = {"q1": 2, "q2": 2, "q3": 1, "q4": 4, "q5": 2, "q8": 2}
+POINTS = {"q1": 2, "q2": 2, "q3": 1, "q4": 4, "q5": 2, "q6": 2, "q8": 2}
 CELL_TIMEOUT = 15
 
 
@@ -98,9 +103,9 @@ def test_the_reference_gets_full_marks(graded):
 def test_one_wrong_exercise_loses_exactly_its_points(graded):
     assert _scores(graded["csv"]["one_wrong"]) == {**POINTS, "q3": 0}
     feedback = (graded["out"] / "feedback" / "one_wrong" / "15_self_check.md").read_text()
-    assert "## q3: 0 of 1" in feedback and "hidden test" in feedback and "failed" in feedback
-    # The notebook's own check of Q3 failed too, and the feedback says so.
-    assert "AssertionError" in feedback
+    assert "## q3: 0 of 1" in feedback and "visible test the_notebooks_check: failed" in feedback
+    # The check's message says what is off, and the notebook's own check of Q3 failed too.
+    assert "your paths add up to 6.400000" in feedback and "AssertionError" in feedback
 
 
 def test_the_handed_out_version_scores_zero_and_says_why(graded):
@@ -130,9 +135,17 @@ def test_broken_and_missing_submissions_are_graded_zero_with_a_reason(graded):
 
 
 def test_feedback_withholds_what_hidden_tests_check(graded):
-    feedback = (graded["out"] / "feedback" / "one_wrong" / "15_self_check.md").read_text()
-    assert "np.exp(0.7)" not in feedback and "hidden test the_right_four: failed" in feedback
-    assert "visible test four_numbers: passed" in feedback
+    feedback = (graded["out"] / "feedback" / "as_handed_out" / "15_self_check.md").read_text()
+    lines = feedback.splitlines()
+    hidden = [k for k, line in enumerate(lines) if line.startswith("- hidden test")]
+    assert hidden and all(lines[k].endswith(": failed") for k in hidden), feedback
+    # A failed hidden test says only that: no message, no input of its own.
+    after = [lines[k + 1] if k + 1 < len(lines) else "" for k in hidden]
+    assert all(not line or line.startswith(("- ", "## ")) for line in after), feedback
+    assert "seed=" not in feedback and "2315" not in feedback
+    assert "hidden test other_arrays: failed" in feedback
+    right = (graded["out"] / "feedback" / "reference" / "15_self_check.md").read_text()
+    assert "hidden test other_arrays: passed" in right and "visible test the_notebooks_check: passed" in right
 
 
 def _hidden_test_lines():
@@ -179,3 +192,92 @@ def test_a_notebook_that_outlives_the_total_limit_is_stopped(graded, tmp_path):
 def test_grade_refuses_a_folder_without_autograders(tmp_path):
     (tmp_path / "subs" / "a").mkdir(parents=True)
     assert grade.main(["grade", str(tmp_path / "subs"), "--autograder", str(tmp_path)]) == 1
+
+
+# ------------------------------------------------- every notebook's questions
+NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+
+
+def _check_calls(nb_path):
+    """The names of the check functions (nbNN.check_...) a notebook's code cells call."""
+    import re
+
+    nb = json.loads(nb_path.read_text())
+    return {m.group(1) for c in nb["cells"] if c["cell_type"] == "code"
+            for m in re.finditer(r"\bnb\d\d\.(check_\w+)\(", _src(c))}
+
+
+def _tests_of(folder):
+    from otter.test_files import create_test_file
+
+    return {path.name: create_test_file(str(path), None) for path in sorted(folder.glob("*.py"))}
+
+
+def test_every_notebooks_exercises_are_graded_by_its_check_module():
+    import ast
+
+    graded_notebooks = 0
+    for nb_path in NOTEBOOKS:
+        checks = _check_calls(nb_path)
+        folder = ROOT / "grading" / nb_path.stem
+        if not checks:
+            assert not folder.exists(), f"{folder.name} grades a notebook without exercise checks"
+            continue
+        graded_notebooks += 1
+        assert folder.is_dir(), f"{nb_path.name} has exercise checks ({sorted(checks)}), no grading/ folder"
+        module = f"minigrad.checks.nb{nb_path.name[:2]}"
+        called, hidden = set(), 0
+        for name, test in _tests_of(folder).items():
+            source = (folder / name).read_text()
+            tree = ast.parse(source)
+            assert not any(isinstance(n, ast.Assert) for n in ast.walk(tree)), \
+                f"{folder.name}/{name} asserts by itself: call the check module instead"
+            assert f'"{module}"' in source, f"{folder.name}/{name} does not use {module}"
+            for tc in test.test_cases:
+                body = inspect.getsource(tc.body.test_func)
+                used = {n.attr for n in ast.walk(ast.parse(body.strip()))
+                        if isinstance(n, ast.Attribute) and n.attr.startswith("check_")}
+                assert used, f"{folder.name}/{name}: {tc.name} calls no check of {module}"
+                called |= used
+                hidden += tc.hidden
+        assert called == checks, (folder.name, sorted(checks - called), sorted(called - checks))
+        assert hidden, f"{folder.name}: no hidden test"
+    assert graded_notebooks == 16
+
+
+def test_a_hidden_test_calls_its_check_on_inputs_the_notebook_does_not_use():
+    # Where a check draws its inputs (seed=) or is given its cases, the hidden test passes others.
+    import ast
+
+    for folder in sorted((ROOT / "grading").iterdir()):
+        for name, test in _tests_of(folder).items():
+            for tc in (t for t in test.test_cases if t.hidden):
+                calls = [n for n in ast.walk(ast.parse(inspect.getsource(tc.body.test_func).strip()))
+                         if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
+                         and n.func.attr.startswith("check_")]
+                visible = [t for t in test.test_cases if not t.hidden]
+                vis_calls = [n for t in visible
+                             for n in ast.walk(ast.parse(inspect.getsource(t.body.test_func).strip()))
+                             if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
+                             and n.func.attr.startswith("check_")]
+                assert calls and all(ast.dump(c) not in {ast.dump(v) for v in vis_calls} for c in calls), \
+                    f"{folder.name}/{name}: hidden test {tc.name} repeats the visible check"
+
+
+@pytest.mark.slow
+def test_the_reference_of_every_notebook_gets_full_marks(tmp_path):
+    graded_dirs = [d for d in (ROOT / "grading").iterdir() if d.is_dir()]
+    zips = grade.assign(tmp_path / "assign")
+    assert len(zips) == len(graded_dirs)
+    subs = tmp_path / "submissions" / "reference"
+    subs.mkdir(parents=True)
+    for d in graded_dirs:
+        (subs / f"{d.name}.ipynb").write_text((ROOT / "notebooks" / f"{d.name}.ipynb").read_text())
+    rows = grade.grade(tmp_path / "submissions", tmp_path / "assign" / "autograder", tmp_path / "grades",
+                       timeout=900, cell_timeout=300, jobs=2)
+    assert set(rows) == {d.name for d in graded_dirs}
+    for notebook, (row,) in rows.items():
+        assert row["note"] == "" and row["total"] == row["possible"] > 0, (notebook, row)
+        assert row["errors"] == [], (notebook, row["errors"])
+        feedback = (tmp_path / "grades" / "feedback" / "reference" / f"{notebook}.md").read_text()
+        assert "failed" not in feedback, feedback

@@ -14,9 +14,12 @@
 A file in ``grading/<notebook>/`` is one question, in otter's exception-based
 format: ``name``, ``points``, and test functions decorated with
 ``@test_case(hidden=...)`` whose arguments are looked up by name among the
-notebook's globals once it has run (``env`` gives all of them). A question is
-all-or-nothing, so a wrong exercise loses exactly its points. To grade another
-exercise, add a file.
+notebook's globals once it has run (``env`` gives all of them). The tests call
+the notebook's check module, ``minigrad.checks.nbNN`` (a fresh copy of it, so
+a submission cannot swap its functions): the visible test as the notebook
+does, the hidden one on inputs of its own (``seed=``, ``cases=``). A question
+is all-or-nothing, so a wrong exercise loses exactly its points. To grade
+another exercise, add a file.
 
 **grade** grades ``SUBMISSIONS/<student>/<notebook>.ipynb`` (one folder per
 student; a notebook is matched to its autograder by its two-digit number, so a
@@ -25,7 +28,7 @@ submission runs with ``otter run`` (no container) in its own process, under
 two limits: ``--cell-timeout`` seconds per cell (a cell that runs longer raises
 ``TimeoutError`` there, and the notebook goes on) and ``--timeout`` seconds in
 all (then the process is stopped and the submission gets 0 with that reason);
-``--jobs`` grades that many submissions at once.
+``--jobs`` grades that many submissions at once (of any notebooks).
 A submission that raises, loops, deletes its checks or is not a notebook at all
 is graded like any other: its failure is written down, never hidden, and the
 grader goes on. Written to ``--out``:
@@ -256,27 +259,35 @@ def grade(submissions: pathlib.Path, autograders: pathlib.Path, out: pathlib.Pat
         raise GradingError(f"{submissions} holds no student folders (SUBMISSIONS/<student>/<notebook>.ipynb)")
     handed_in = {_number(p) for d in students for p in d.iterdir() if p.suffix == ".ipynb"}
     zips = {n: z for n, z in zips.items() if n in handed_in}  # notebooks nobody handed in: no table
-    rows: dict[str, list[dict]] = {z.stem: [] for z in zips.values()}
+    plan = {}
     for number, zpath in zips.items():
         with tempfile.TemporaryDirectory() as tmp, zipfile.ZipFile(zpath) as zf:
             zf.extractall(tmp)
-            qs = questions(pathlib.Path(tmp) / "tests")
+            plan[number] = (zpath, questions(pathlib.Path(tmp) / "tests"))
+
+    def one(task):
+        number, student = task
+        zpath, qs = plan[number]
+        found = sorted(p for p in student.iterdir() if p.suffix == ".ipynb" and _number(p) == number)
+        if not found:
+            return {"scores": dict.fromkeys((n for n, _ in qs), 0.0), "note": "no submission",
+                    "feedback": {}, "errors": []}
+        res = grade_one(found[0], zpath, qs, timeout, cell_timeout)
+        if len(found) > 1:
+            res["note"] = (res["note"] + "; " if res["note"] else "") + \
+                f"{len(found)} notebooks numbered {number}: graded {found[0].name}"
+        return res
+
+    # Every (notebook, student) pair is one job: --jobs of them run at once, across notebooks too.
+    tasks = [(number, student) for number in plan for student in students]
+    with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
+        results = dict(zip(tasks, pool.map(one, tasks)))
+    rows: dict[str, list[dict]] = {}
+    for number, (zpath, qs) in plan.items():
         possible = sum(p for _, p in qs)
-
-        def one(student, number=number, zpath=zpath, qs=qs):
-            found = sorted(p for p in student.iterdir() if p.suffix == ".ipynb" and _number(p) == number)
-            if not found:
-                return {"scores": dict.fromkeys((n for n, _ in qs), 0.0), "note": "no submission",
-                        "feedback": {}, "errors": []}
-            res = grade_one(found[0], zpath, qs, timeout, cell_timeout)
-            if len(found) > 1:
-                res["note"] = (res["note"] + "; " if res["note"] else "") + \
-                    f"{len(found)} notebooks numbered {number}: graded {found[0].name}"
-            return res
-
-        with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
-            results = list(pool.map(one, students))
-        for student, res in zip(students, results):
+        rows[zpath.stem] = []
+        for student in students:
+            res = results[(number, student)]
             total = sum(res["scores"].values())
             rows[zpath.stem].append({"student": student.name, **res, "total": total, "possible": possible})
             _write_feedback(out / "feedback" / student.name / f"{zpath.stem}.md", zpath.stem, qs, res,

@@ -8,23 +8,18 @@ points = 2
 all_or_nothing = True
 
 
-@test_case(name="one_token", hidden=False)
-def one_token(predicted_ops):
-    got = {k: v for k, v in dict(predicted_ops(1, True)).items() if v}
-    assert got == {"accumulate_grad": 2, "matmul": 2, "add": 1, "tanh": 1, "sum": 1, "mul": 1}, got
+def _checks():
+    """A fresh copy of the notebook's check module (a submission cannot swap its functions)."""
+    import importlib
+
+    return importlib.reload(importlib.import_module("minigrad.checks.nb01"))
+
+
+@test_case(name="the_notebooks_check", hidden=False)
+def the_notebooks_check(predicted_ops, rnn_score, sentence):
+    _checks().check_predicted_ops(predicted_ops, rnn_score, sentence)
 
 
 @test_case(name="longer_sentences_both_signs", hidden=True)
-def longer_sentences_both_signs(predicted_ops, rnn_score, sentence, topological_order):
-    from collections import Counter
-
-    import numpy as np
-
-    rng = np.random.default_rng(123)
-    for n in (7, 9, 12):
-        rows = rng.standard_normal((n, 2))
-        for signed in (rows, -rows):
-            out = rnn_score(sentence(signed.tolist()))
-            real = Counter(node.name for node in topological_order(out))
-            mine = {k: v for k, v in dict(predicted_ops(n, out.op == "mul")).items() if v}
-            assert mine == dict(real), (n, mine, dict(real))
+def longer_sentences_both_signs(predicted_ops, rnn_score, sentence):
+    _checks().check_predicted_ops(predicted_ops, rnn_score, sentence, max_tokens=12, seed=123)

@@ -8,13 +8,13 @@ points = 1
 all_or_nothing = True
 
 
-@test_case(name="four_numbers", hidden=False)
-def four_numbers(paths):
-    assert paths is not None and len(paths) == 4, "one number per edge out of x: four"
+def _checks():
+    """A fresh copy of the notebook's check module (a submission cannot swap its functions)."""
+    import importlib
+
+    return importlib.reload(importlib.import_module("minigrad.checks.nb15"))
 
 
-@test_case(name="the_right_four", hidden=True)
-def the_right_four(paths):
-    import numpy as np
-
-    assert np.allclose(sorted(paths), sorted([0.7, 0.7, 3.0, np.exp(0.7)]), rtol=0, atol=1e-12)
+@test_case(name="the_notebooks_check", hidden=False)
+def the_notebooks_check(paths):
+    _checks().check_paths(paths)

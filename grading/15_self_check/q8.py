@@ -8,22 +8,13 @@ points = 2
 all_or_nothing = True
 
 
-@test_case(name="replays_both_branches", hidden=False)
-def replays_both_branches(compiled, signed):
-    import numpy as np
+def _checks():
+    """A fresh copy of the notebook's check module (a submission cannot swap its functions)."""
+    import importlib
 
-    from minigrad import Tensor
-
-    for v in (np.array([2.0, 1.0]), np.array([-3.0, 1.0])):
-        assert np.allclose(compiled(v).data, signed(Tensor(v)).data)
+    return importlib.reload(importlib.import_module("minigrad.checks.nb15"))
 
 
-@test_case(name="keyed_on_the_condition_itself", hidden=True)
-def keyed_on_the_condition_itself(compiled, signed, cache, traces):
-    import numpy as np
-
-    from minigrad import Tensor
-
-    for v in (np.array([4.0, -6.0]), np.array([0.25, -0.25]), np.array([-1.0, 3.0]), np.array([0.0, 0.0])):
-        assert np.allclose(compiled(v).data, signed(Tensor(v)).data), v
-    assert traces["n"] == len(cache) == 2
+@test_case(name="the_notebooks_check", hidden=False)
+def the_notebooks_check(compiled, cache, traces, signed):
+    _checks().check_guard(compiled, cache, traces, signed)

@@ -88,9 +88,9 @@ def check_one_step(first_loss, second_loss, losses=None) -> None:
             "the by-hand step is right, but minigrad's first two losses differ from it: the engine is wrong"
 
 
-def _train(sgd_step, lr: float, steps: int = 5) -> tuple[list[float], list[Tensor], Tensor]:
+def _train(sgd_step, lr: float, steps: int = 5, seed: int = 0) -> tuple[list[float], list[Tensor], Tensor]:
     """The notebook's loop on the toy problem, the update left to sgd_step; also an unused parameter."""
-    x, y, w1, w2 = toy_problem(seed=0)
+    x, y, w1, w2 = toy_problem(seed=seed)
     W1 = Tensor(w1.copy(), requires_grad=True, name="W1")
     W2 = Tensor(w2.copy(), requires_grad=True, name="W2")
     unused = Tensor(np.ones(3), requires_grad=True, name="unused")     # never in the loss: grad stays None
@@ -133,11 +133,12 @@ def _train(sgd_step, lr: float, steps: int = 5) -> tuple[list[float], list[Tenso
     return losses, [W1, W2], unused
 
 
-def check_sgd_step(sgd_step) -> None:
-    """Raise AssertionError unless the loop with sgd_step trains exactly as hand-written gradient descent."""
+def check_sgd_step(sgd_step, *, seed: int = 0) -> None:
+    """Raise AssertionError unless the loop with sgd_step trains exactly as hand-written gradient descent
+    (on ``toy_problem(seed)``)."""
     for lr in (0.5, 0.1):
-        losses, _, _ = _train(sgd_step, lr)
-        want = train_two_layer(steps=5, lr=lr, seed=0)
+        losses, _, _ = _train(sgd_step, lr, seed=seed)
+        want = train_two_layer(steps=5, lr=lr, seed=seed)
         for k, (mine, ref) in enumerate(zip(losses, want)):
             if _close(mine, ref):
                 continue

@@ -107,9 +107,9 @@ CASES = [("x^2 = 2", lambda x: x * x - 2.0, 1.0, lambda r: r * r - 2.0),
          ("f(x) = 0.3", lambda x: _f(x) - 0.3, 0.2, lambda r: _f_np(r) - 0.3)]
 
 
-def check_newton(newton) -> None:
-    """Raise AssertionError unless newton(g, x0) finds each root of CASES to 1e-12."""
-    for what, g, start, residual in CASES:
+def check_newton(newton, cases=CASES) -> None:
+    """Raise AssertionError unless newton(g, x0) finds each root of ``cases`` (CASES) to 1e-12."""
+    for what, g, start, residual in cases:
         try:
             root = newton(g, start)
         except NotImplementedError:

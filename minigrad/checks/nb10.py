@@ -21,9 +21,9 @@ from minigrad import Tensor, nn
 from ._op_checks import attempt
 
 
-def check_clip_by_global_norm(clip_by_global_norm) -> None:
+def check_clip_by_global_norm(clip_by_global_norm, *, seed: int = 10) -> None:
     """Check ``clip_by_global_norm`` against ``nn.clip_grad_norm`` and on small cases (see the module)."""
-    rng = np.random.default_rng(10)
+    rng = np.random.default_rng(seed)
     shapes = [(20, 16), (16,), (16, 10), (10,)]
     raw = [rng.standard_normal(s) * 10.0 ** (12 + k) for k, s in enumerate(shapes)]
     before = [r.copy() for r in raw]
@@ -80,7 +80,7 @@ def _net(depth, seed=3, width=16, d_in=8, classes=4):
     return nn.Sequential(*blocks, nn.Linear(width, classes, rng=rng))
 
 
-def check_record_flow(my_record_flow) -> None:
+def check_record_flow(my_record_flow, *, seed: int = 10) -> None:
     """Check ``my_record_flow(model, x, loss_fn) -> (activations, activation_grads, weight_grads)`` against
     ``minigrad.flow.record_flow`` on a Sequential of [Linear, Tanh] blocks ending in a Linear: one entry per
     block, the block's output, dL/d(output) and dL/dW of the block's weight matrix, equal to the package's
@@ -88,7 +88,7 @@ def check_record_flow(my_record_flow) -> None:
     40 blocks."""
     from minigrad.flow import record_flow
 
-    rng = np.random.default_rng(10)
+    rng = np.random.default_rng(seed)
     x, y = rng.standard_normal((12, 8)), rng.integers(0, 4, size=12)
 
     def loss_fn(out):

@@ -100,9 +100,9 @@ def diagnose(predict, batch, width, hidden, classes, itemsize, measured) -> str 
     )
 
 
-def check_predict_saved_bytes(predict_saved_bytes) -> None:
-    """Check the prediction on three shapes and three float types against the profiler (see the module)."""
-    for shape in SHAPES:
+def check_predict_saved_bytes(predict_saved_bytes, shapes=SHAPES) -> None:
+    """Check the prediction on ``shapes`` (SHAPES) and three float types against the profiler (see the module)."""
+    for shape in shapes:
         for dtype in (np.float64, np.float32, np.float16):
             itemsize = np.dtype(dtype).itemsize
             measured = measured_saved_bytes(**shape, dtype=dtype)
@@ -148,7 +148,7 @@ def measured_step_memory(sizes, batch, itemsize, optimizer) -> dict:
     }
 
 
-def check_step_memory(predict_step_memory) -> None:
+def check_step_memory(predict_step_memory, cases=STEP_CASES) -> None:
     """Check ``predict_step_memory(sizes, batch, itemsize, optimizer)``, a dict with the keys ``parameters``,
     ``gradients``, ``optimizer state`` and ``saved activations``, against the profiler's account of one
     training step of ``nn.MLP(sizes)`` (``measured_step_memory``), for two networks, float64 and float32,
@@ -161,7 +161,7 @@ def check_step_memory(predict_step_memory) -> None:
         "saved activations": "the bytes predict_saved_bytes counts: the input batch, one ReLU output per "
         "hidden layer, the log-probabilities and the loss's two int64 arrays",
     }
-    for sizes, batch in STEP_CASES:
+    for sizes, batch in cases:
         for itemsize in (8, 4):
             for optimizer in OPTIMIZERS:
                 got = attempt(

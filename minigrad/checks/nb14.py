@@ -54,10 +54,10 @@ def call_unbroadcast(unbroadcast, g, shape) -> np.ndarray:
         ) from err
 
 
-def check_unbroadcast(unbroadcast) -> None:
-    """Check ``unbroadcast(g, shape)`` on the six cases above (see the module's docstring)."""
-    for shape_g, shape in CASES:
-        g = np.random.default_rng(0).standard_normal(shape_g)
+def check_unbroadcast(unbroadcast, cases=CASES, *, seed: int = 0) -> None:
+    """Check ``unbroadcast(g, shape)`` on ``cases``, the six above (see the module's docstring)."""
+    for shape_g, shape in cases:
+        g = np.random.default_rng(seed).standard_normal(shape_g)
         before = g.copy()
         what = _what(shape_g, shape)
         got = call_unbroadcast(unbroadcast, g, shape)

@@ -1,0 +1,20 @@
+"""Exercise 2: my_backward(root), the backward loop."""
+from otter.test_files import test_case
+
+OK_FORMAT = False
+
+name = "backward"
+points = 2
+all_or_nothing = True
+
+
+def _checks():
+    """A fresh copy of the notebook's check module (a submission cannot swap its functions)."""
+    import importlib
+
+    return importlib.reload(importlib.import_module("minigrad.checks.nb03"))
+
+
+@test_case(name="the_notebooks_check", hidden=False)
+def the_notebooks_check(my_backward):
+    _checks().check_backward(my_backward)
