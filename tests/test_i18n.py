@@ -879,3 +879,26 @@ def test_a_chinese_student_notebook_runs_on_a_fresh_runtime(colab_runtime, tmp_p
     assert [e["ename"] for e in errors[first]] == ["NotImplementedError"]
     (failed,) = errors[-1]
     assert failed["ename"] == "AssertionError" and "初始权重处的损失" in failed["evalue"], failed["evalue"]
+
+
+def test_the_message_state_finds_missing_and_stale_translations(tmp_path, monkeypatch):
+    checks = tmp_path / "checks"
+    checks.mkdir()
+    (checks / "nb99.py").write_text(
+        '"""A checks module."""\n\n'
+        'def check(x):\n'
+        '    """Raise unless x is 1."""\n'
+        '    assert x == 1, f"x is {x}, but it should be 1: set it to one"\n'
+        '    print("a printed report line, not a message")\n'
+        '    raise AssertionError("the second message of the module")\n', encoding="utf-8")
+    old = "x is {x}, but it must be 1: set it to one"
+    catalogue = {"messages": {"nb99": {old: "x 是 {x}，但它必须是 1：把它设为一"}}}
+    (checks / "zh.json").write_text(json.dumps(catalogue, ensure_ascii=False), encoding="utf-8")
+    monkeypatch.setattr(i18n, "CHECKS", checks)
+    monkeypatch.setattr(i18n, "CATALOGUE", checks / "zh.json")
+    m = i18n.messages_state()["nb99"]
+    now = "x is {x}, but it should be 1: set it to one"
+    assert m["templates"] == [now, "the second message of the module"]
+    assert m["missing"] == m["templates"], "the docstrings and the printed line are not messages"
+    assert m["stale"] == [old] and m["nearest"][old] == now
+    assert i18n.main(["messages", "nb99"]) == 0
