@@ -20,6 +20,7 @@ import json
 import pathlib
 import re
 import subprocess
+import sys
 
 import pytest
 
@@ -834,3 +835,70 @@ def test_a_comment_the_outputs_print_stays_english():
     assert [b["text"] for b in i18n.comment_blocks(src)] == ["# its VJP divides by 0", "# the line"]
     zh = i18n.apply_comments(src, {"# the line": "# 这一行", "# its VJP divides by 0": "# 除以 0"}, shown)
     assert "# its VJP divides by 0" in zh and "# 这一行" in zh
+
+
+# ---------------------------------------- a Chinese student notebook, as Colab runs it
+
+sys.path.insert(0, str(ROOT / "tests"))
+from test_colab import colab_runtime  # noqa: E402,F401  (tests/test_colab.py's fresh runtime)
+
+
+@pytest.mark.slow
+def test_a_chinese_student_notebook_runs_on_a_fresh_runtime(colab_runtime, tmp_path, monkeypatch):  # noqa: F811
+    """zh/student/00 alone in a folder, on a fresh runtime (tests/test_colab.py's): its set-up cell
+    installs the wheel, the cells before the first exercise run, the exercise stops at its stub, and a
+    failed check speaks Chinese (the catalogue ships in the wheel)."""
+    nbclient = pytest.importorskip("nbclient")
+    nbformat = pytest.importorskip("nbformat")
+    import os
+    python, wheel = colab_runtime
+    name = "00_the_training_loop.ipynb"
+    nb = json.loads((PUBLISHED / "student" / name).read_text(encoding="utf-8"))
+    first = next(k for k, c in enumerate(nb["cells"]) if "raise NotImplementedError" in i18n.source(c))
+    nb["cells"] = nb["cells"][:first + 1] + [
+        {"cell_type": "code", "id": "fail", "metadata": {}, "outputs": [], "execution_count": None,
+         "source": "from minigrad.checks import nb00\nnb00.check_one_step(1.0, 1.0)"}]
+    folder = tmp_path / "run"
+    folder.mkdir()
+    (folder / name).write_text(json.dumps(nb), encoding="utf-8")
+    kernels = tmp_path / "jupyter" / "kernels" / "fresh"
+    kernels.mkdir(parents=True)
+    (kernels / "kernel.json").write_text(json.dumps({
+        "argv": [str(python), "-m", "ipykernel_launcher", "-f", "{connection_file}"],
+        "display_name": "fresh runtime", "language": "python"}))
+    monkeypatch.setenv("JUPYTER_PATH", str(tmp_path / "jupyter"))
+    monkeypatch.delenv("PYTHONPATH", raising=False)
+    monkeypatch.setenv("MINIGRAD_INSTALL", str(wheel))
+    book = nbformat.read(str(folder / name), as_version=4)
+    nbclient.NotebookClient(book, kernel_name="fresh", timeout=600, allow_errors=True,
+                            resources={"metadata": {"path": str(folder)}}).execute()
+    assert sorted(os.listdir(folder)) == [name]
+    errors = [[o for o in c.get("outputs", []) if o.get("output_type") == "error"] for c in book.cells]
+    assert "Installing" in "".join(o.get("text", "") for o in book.cells[1]["outputs"])
+    assert not any(errors[:first]), f"a cell before the first exercise failed: {errors[:first]}"
+    assert [e["ename"] for e in errors[first]] == ["NotImplementedError"]
+    (failed,) = errors[-1]
+    assert failed["ename"] == "AssertionError" and "初始权重处的损失" in failed["evalue"], failed["evalue"]
+
+
+def test_the_message_state_finds_missing_and_stale_translations(tmp_path, monkeypatch):
+    checks = tmp_path / "checks"
+    checks.mkdir()
+    (checks / "nb99.py").write_text(
+        '"""A checks module."""\n\n'
+        'def check(x):\n'
+        '    """Raise unless x is 1."""\n'
+        '    assert x == 1, f"x is {x}, but it should be 1: set it to one"\n'
+        '    print("a printed report line, not a message")\n'
+        '    raise AssertionError("the second message of the module")\n', encoding="utf-8")
+    old = "x is {x}, but it must be 1: set it to one"
+    catalogue = {"messages": {"nb99": {old: "x 是 {x}，但它必须是 1：把它设为一"}}}
+    (checks / "zh.json").write_text(json.dumps(catalogue, ensure_ascii=False), encoding="utf-8")
+    monkeypatch.setattr(i18n, "CHECKS", checks)
+    monkeypatch.setattr(i18n, "CATALOGUE", checks / "zh.json")
+    m = i18n.messages_state()["nb99"]
+    now = "x is {x}, but it should be 1: set it to one"
+    assert m["templates"] == [now, "the second message of the module"]
+    assert m["missing"] == m["templates"], "the docstrings and the printed line are not messages"
+    assert m["stale"] == [old] and m["nearest"][old] == now
+    assert i18n.main(["messages", "nb99"]) == 0
