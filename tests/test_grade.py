@@ -31,7 +31,7 @@ sys.path.insert(0, str(ROOT / "tools"))
 import grade  # noqa: E402
 import make_student  # noqa: E402
 
-POINTS = {"q1": 2, "q2": 2, "q3": 1, "q4": 4, "q5": 2, "q6": 2, "q8": 2}
+POINTS = {"q1": 2, "q2": 2, "q3": 1, "q4": 4, "q5": 2, "q6": 2, "q7": 2, "q8": 2}
 CELL_TIMEOUT = 15
 
 
