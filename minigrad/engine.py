@@ -76,7 +76,7 @@ def _order(roots: list) -> list:
     for node in order:
         if node.saved is None:
             node.check_saved()  # explains, unless the node had nothing to free
-        for r in node._stamps:  # a saved input or output changed in place since?
+        for r in node._stamps:  # r.stale, spelled out: a saved input or output changed in place?
             if r.counter is not None and r.counter[0] != r.version:
                 node.check_saved()
     return order

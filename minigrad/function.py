@@ -395,14 +395,6 @@ class Context:
         return sum({id(a): a.nbytes for a in self.arrays()}.values())
 
     # -- what the engine and in-place ops do to a node
-    def stale(self) -> bool:
-        """True if a saved input or output was changed in place after it was saved."""
-        for r in self._stamps:
-            c = r.counter
-            if c is not None and c[0] != r.version:
-                return True
-        return False
-
     def check_saved(self) -> None:
         """Raise if the saved values were freed, or changed in place since they were saved."""
         if self.saved is None:
@@ -521,9 +513,6 @@ class AccumulateGrad:
 
     def check_saved(self) -> None:
         pass
-
-    def stale(self) -> bool:
-        return False
 
     def arrays(self) -> list:
         return []
