@@ -401,6 +401,13 @@ def test_alt_text_is_set_on_every_picture_of_a_bundle_and_kept_from_metadata():
                     ["Figure: the training loss."], ["Given by the author"]]
 
 
+def test_the_site_check_rejects_tex_generic_and_shared_alt_text():
+    assert e2e.alt_problems(["Computation graph: It computes y = exp(x).", "Figure: loss, by step."]) == []
+    found = e2e.alt_problems(["Figure: $e_1^\\top J$.", "Figure: a figure in the section “9. Results”.",
+                              "Computation graph: a.", "Computation graph: a."])
+    assert len(found) == 3 and "raw TeX" in found[0] and "only where" in found[1] and "shared" in found[2]
+
+
 def test_the_student_download_check_rejects_solutions_outputs_and_other_cells():
     ref = {"cells": [{"cell_type": "code", "id": "a", "source": "# BEGIN SOLUTION\nx = 1\n# END SOLUTION\n",
                       "outputs": [{"output_type": "stream", "text": "1"}]}]}
@@ -415,11 +422,14 @@ def test_the_student_download_check_rejects_solutions_outputs_and_other_cells():
     assert e2e.student_problems("<html>404</html>", ref) == ["the student download is not a notebook"]
 
 
-def test_the_accessibility_audit_fails_on_serious_and_critical_violations_only():
+def test_the_accessibility_audit_fails_on_any_violation_and_names_the_worst_first():
     assert e2e.axe_summary([]) == (0, "no violations")
     minor = [{"impact": "minor", "id": "empty-table-header", "nodes": [{}]}]
-    assert e2e.axe_summary(minor) == (0, "0 serious or critical (1 moderate or minor)")
-    serious = minor + [{"impact": "serious", "id": "scrollable-region-focusable", "nodes": [{}, {}]},
+    assert e2e.axe_summary(minor) == (1, "minor empty-table-header x1")
+    serious = minor + [{"impact": "moderate", "id": "region", "nodes": [{}]},
+                       {"impact": "serious", "id": "scrollable-region-focusable", "nodes": [{}, {}]},
                        {"impact": "critical", "id": "image-alt", "nodes": [{}]}]
     n, line = e2e.axe_summary(serious)
-    assert n == 2 and "serious scrollable-region-focusable x2" in line and "critical image-alt x1" in line
+    assert n == 4 and line.startswith("critical image-alt x1; serious scrollable-region-focusable x2; "
+                                      "moderate region x1; minor")
+    assert e2e.AXE_OPTIONS["rules"]["label-content-name-mismatch"] == {"enabled": True}

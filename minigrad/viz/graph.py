@@ -356,7 +356,7 @@ def draw_graph(root, show_grads: bool = False, show_data: bool = True,
         if cut:
             g.edge("hidden", f"op{i}", style="dashed")
     caption = [title] if title else []
-    if outline and legend is not False:
+    if outline and legend is not False and shown:
         caption.append(legend_text(shown, legend if isinstance(legend, dict) else None))
     if caption:
         g.attr(label="\n".join(caption), labelloc="b")
@@ -397,7 +397,7 @@ def draw_static(graph, title: str | None = None, legend: bool = True) -> Graph:
                fillcolor="#f4f4f4")
         g.edge(f"v{r}", f"py{k}", style="dashed")
     caption = [title] if title else []
-    if legend:
+    if legend and shown:
         caption.append(legend_text(shown, {"root": "output", "data": "input, constant", "param": "captured"}))
     if caption:
         g.attr(label="\n".join(caption), labelloc="b")

@@ -106,7 +106,7 @@ def draw_program(program, title: str | None = None, show_inputs: bool = True, le
         for n in grads:
             g.edge(n, step_node, style="dotted")
     caption = [title] if title else []
-    if legend:
+    if legend and shown:
         caption.append(legend_text(shown, words=PHASE_LEGEND))
     if caption:
         g.attr(label="\n".join(caption), labelloc="b")
