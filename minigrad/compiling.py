@@ -954,10 +954,10 @@ class _Recorder:
         for what, now, was, expr in checks:
             self.guards.append((f"{name}'s {what} changed {'on' if was else 'off'} -> "
                                 f"{'off' if was else 'on'}", lambda now=now, was=was: now() is was, expr))
-        if form in ("momentum", "adam"):  # the state the lines read must be there, as step() checks
-            self.guards.append((f"{name}'s state no longer holds the buffers of every parameter",
-                                lambda: all(opt._state_fits(opt.state.get(i), p.data.shape)
-                                            for i, p in live)))
+        if form in ("momentum", "adam"):  # the lines read each parameter's state: step() would make it
+            self.guards.append((f"{name} has no state for some parameter (step() makes it)",
+                                lambda: all(opt.state.get(i) is not None for i, _ in live),
+                                " and ".join(f"{ref}.state.get({i}) is not None" for i, _ in live)))
 
     def wrap(self, source, like=None):
         t = _plain_as_tensor(source, like)

@@ -727,16 +727,18 @@ def test_the_form_of_the_update_is_guarded_and_its_numbers_read_when_it_runs():
             o1.lr = o2.lr = 0.05                 # a number: read when the line runs
             o1.momentum = o2.momentum = 0.5
         if k == 4:
-            o1.momentum = o2.momentum = 0.0      # no momentum: another form of the update
-        if k == 6:
             o1.state.clear()                     # the buffers are gone: step() makes them again
             o2.state.clear()
+        if k == 6:
+            o1.momentum = o2.momentum = 0.0      # no momentum: another form of the update
         eager(), compiled()
         for p, q in zip(m1.parameters(), m2.parameters()):
             np.testing.assert_array_equal(p.data, q.data, err_msg=f"after call {k}")
+        for (i, key, s), (_, _, t) in zip(state_arrays(o1), state_arrays(o2), strict=True):
+            np.testing.assert_array_equal(s, t, err_msg=f"state {i} {key} after call {k}")
     reasons = [c.reason for c in compiled.captures]
-    assert reasons[0] == "first call" and "momentum changed on -> off" in reasons[1], reasons
-    assert len(reasons) == 2   # back to the first form later would reuse the first program
+    assert reasons[0] == "first call" and "SGD has no state for some parameter" in reasons[1], reasons
+    assert "momentum changed on -> off" in reasons[2] and len(reasons) == 3, reasons
 
 
 def test_check_finite_is_checked_by_the_program_as_by_step(rng):
