@@ -303,8 +303,11 @@ class _Gen:
 
     def into(self, k: int, candidates, out: str) -> str | None:
         """A name among ``candidates`` whose array line ``k`` may overwrite with ``out``'s value
-        (read here for the last time, made by the program, of ``out``'s shape and dtype)."""
+        (read here for the last time, made by the program, of ``out``'s shape and dtype). Never a
+        0-d value: NumPy's arithmetic may have made it a scalar, which cannot receive a result."""
         want = self.meta.get(out)
+        if want is None or want[0] == ():
+            return None
         for a in candidates:
             if a in self.free[k] and want is not None and self.meta.get(a) == want:
                 return a

@@ -775,3 +775,25 @@ def test_an_optimizer_without_a_written_out_update_runs_its_own(rng):
 
     compiled = assert_same_training(make, steps=4)
     assert "._apply(" in compiled.code
+
+
+def test_zero_d_values_stay_arrays_and_never_receive_a_result(rng):
+    """A 0-d sum of NumPy scalars is a scalar, not an array: no line may write into it."""
+    w = Tensor(rng.standard_normal((4, 6)), requires_grad=True)
+    x = Tensor(rng.standard_normal((5, 4)))
+
+    def step():
+        w.grad = None
+        s = (x @ w).sum()
+        loss = (s + s).relu() + (s * 0.5).relu()   # 0-d adds and ReLUs, fused; their gradients summed
+        loss.backward()
+        return loss
+
+    compiled = mg.compile(step)
+    for _ in range(3):
+        loss = compiled()
+        g = w.grad.copy()
+        expected = step()
+        assert type(loss.data) is np.ndarray and loss.data.shape == ()
+        np.testing.assert_array_equal(loss.data, expected.data)
+        np.testing.assert_array_equal(g, w.grad)
