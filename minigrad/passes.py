@@ -46,7 +46,7 @@ from .function import Context, Function
 from .tensor import Tensor
 from .tracing import Node, StaticGraph
 
-__all__ = ["Instr", "Block", "FusedElementwise", "Step", "eliminate_dead_code", "fold_constants",
+__all__ = ["Instr", "Block", "Name", "FusedElementwise", "Step", "eliminate_dead_code", "fold_constants",
            "eliminate_common_subexpressions", "fuse_elementwise", "optimize", "DEFAULT_PASSES"]
 
 
@@ -422,7 +422,9 @@ def _fused_vjp(b: Block, nodes: list[Instr], cls, vjp_at: dict, uses: dict):
     statement keeps every gradient the engine computed for the chain's inputs
     under its own name, so the sums the engine formed afterwards stay as they were.
     """
-    vjps = [b.instrs[vjp_at[n.ctx]] if n.ctx in vjp_at else None for n in nodes]
+    if any(len(vjp_at.get(n.ctx, ())) > 1 for n in nodes):  # two backward passes: left alone
+        return None
+    vjps = [b.instrs[vjp_at[n.ctx][0]] if n.ctx in vjp_at else None for n in nodes]
     if not any(vjps):
         return None, []
     inside = {n.out[0]: j for j, n in enumerate(nodes)}
@@ -439,7 +441,7 @@ def _fused_vjp(b: Block, nodes: list[Instr], cls, vjp_at: dict, uses: dict):
                 return None
     if vjps[-1] is None:
         return None
-    at = sorted(vjp_at[n.ctx] for n, v in zip(nodes, vjps) if v is not None)
+    at = sorted(vjp_at[n.ctx][0] for n, v in zip(nodes, vjps) if v is not None)
     if any(b.instrs[p].writes for p in range(at[0], at[-1] + 1)):
         return None
     outs = tuple(vjps[j].out[k] for j, n in enumerate(nodes) for k, a in enumerate(n.args)
@@ -451,7 +453,10 @@ def _fused_vjp(b: Block, nodes: list[Instr], cls, vjp_at: dict, uses: dict):
 
 def _fuse(b: Block) -> Block:
     uses = _uses(b)
-    vjp_at = {ins.ctx: k for k, ins in enumerate(b.instrs) if ins.kind == "vjp"}
+    vjp_at: dict[Any, list[int]] = {}   # context -> the positions of the VJPs that read it
+    for k, ins in enumerate(b.instrs):
+        if ins.kind == "vjp":
+            vjp_at.setdefault(ins.ctx, []).append(k)
     put: dict[int, Instr] = {}   # index -> the statement that replaces what was there
     dropped: set[int] = set()
     for idxs in _groups(b, uses):
