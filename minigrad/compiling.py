@@ -9,21 +9,30 @@ observers of :mod:`minigrad.capture`, everything it does to arrays:
 * every VJP the engine runs, and the sums the engine forms where a value was
   used twice;
 * the gradients written into ``.grad`` (``zero_grad`` writes ``None``);
-* the optimizer's update (its ``_apply``: parameters and state, in place);
+* the optimizer's update (parameters and state, in place);
 * every random draw (dropout), redrawn on every call.
 
-The record becomes a :class:`Program`: a list of instructions, printed as the
-generated Python (``compiled.code``), drawn by ``minigrad.viz.draw_program``,
-and simplified by passes (dead code, constant folding, common subexpressions).
-Later calls run the generated function: no graph is built, no version is
-checked, nothing is released, because the order of the whole step is known.
-This is AOTAutograd's *joint graph* of forward and backward, plus the update.
+The record becomes a :class:`Program`: a list of statements in the IR that
+:mod:`minigrad.passes` rewrites for traced graphs too, so the same passes (dead
+code, constant folding, common subexpressions, elementwise fusion) simplify it.
+It is printed as the generated Python (``compiled.code``) and drawn by
+``minigrad.viz.draw_program``. Later calls run the generated function: no graph
+is built, no version is checked, nothing is released, because the order of the
+whole step is known. This is AOTAutograd's *joint graph* of forward and
+backward, plus the update.
+
+The hot ops of a step (matmul, add, ReLU, the fused cross-entropy) and the
+updates of SGD and Adam are written out as the NumPy lines their own code runs,
+for the shapes and dtypes the guards fix, so the program computes the same bits
+as eager execution. Because the program sees the whole step, it also knows when
+an array is read for the last time: an elementwise line then writes its result
+into that array instead of a new one (a fused chain runs in one buffer).
 
 What the capture assumed is a list of *guards* (input shapes and dtypes, grad
 mode, which tensors require grad, dropout's mode, the step function's numeric
-globals and closure values), checked on every call. When one fails the step is
-captured again and the reason is kept (``compiled.captures``). Hyperparameters
-(``opt.lr``...) are read at run time by the optimizer's own update.
+globals and closure values, which form of update the optimizer takes), checked
+on every call. When one fails the step is captured again and the reason is kept
+(``compiled.captures``). Hyperparameters (``opt.lr``...) are read at run time.
 
 A value that leaves the graph while capturing (``.item()``, ``bool(t)``,
 ``.numpy()``, ``.data`` read in the step, a ``.grad`` read outside the engine
@@ -39,16 +48,20 @@ import builtins
 import dataclasses
 import threading
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
 
 from . import capture as _capture
 from . import function as _function
+from . import optim as _optim
+from . import passes as _passes
 from . import tensor as _tensor
 from .function import Context, _state, _user_frame
 from .hooks import op_hook
+from .passes import Block, Instr
+from .passes import Name as _Name
 from .tensor import Tensor
 
 __all__ = ["compile", "CompiledStep", "Program", "Instr", "GraphBreak", "CompileError"]
@@ -63,49 +76,20 @@ class GraphBreak(CompileError):
 
 
 @dataclasses.dataclass
-class Instr:
-    """One line of the program.
-
-    ``kind`` is one of ``"input"``, ``"tensor"`` (read an outside tensor's data),
-    ``"op"`` (a forward op), ``"seed"``, ``"vjp"``, ``"sum"`` (the engine adding two
-    gradients), ``"grad"`` (write ``.grad``), ``"zero"`` (``.grad = None``),
-    ``"inplace"`` (an in-place op outside the graph), ``"random"``, ``"step"``
-    (the optimizer's update) or ``"const"`` (a folded value). ``out`` are the
-    names it defines, ``args`` the names it reads; ``fn`` is the op class (for
-    ops and VJPs), ``ctx`` the name of the op's context, ``attrs`` its keyword
-    arguments, ``ref`` the outside object it touches, and ``how`` a detail.
-    """
-
-    kind: str
-    out: tuple[str, ...]
-    args: tuple[str, ...] = ()
-    fn: Any = None
-    ctx: str | None = None
-    attrs: dict = dataclasses.field(default_factory=dict)
-    ref: Any = None
-    how: Any = None
-
-    @property
-    def name(self) -> str:
-        if self.kind in ("op", "vjp"):
-            return self.fn.name + ("" if self.kind == "op" else "_vjp")
-        return self.kind
-
-    @property
-    def effect(self) -> bool:
-        """True for a line that changes something outside the program (never dead)."""
-        return self.kind in ("grad", "zero", "inplace", "step", "random")
-
-
-@dataclasses.dataclass
 class Program:
-    """The captured step: instructions, what they refer to outside, and the outputs."""
+    """The captured step: statements, what they refer to outside, and the outputs.
+
+    ``meta`` holds the shape and dtype every name had while capturing (the
+    guards keep them); the code generator uses it to decide where a result can
+    be written into an array that is read for the last time.
+    """
 
     instrs: list[Instr]
     inputs: list[str]
     outputs: Any                # the step's return value, with names where it held tensors
     refs: dict[str, Any]        # name -> outside object (parameter, context, optimizer, ...)
     contexts: dict[str, Context] = dataclasses.field(default_factory=dict)
+    meta: dict[str, tuple] = dataclasses.field(default_factory=dict)
 
     # ----------------------------------------------------------- code
     guard: str = "True"                     # the guards, as one Python condition
@@ -113,26 +97,15 @@ class Program:
 
     def source(self) -> str:
         """The program as straight-line Python over NumPy arrays, its guards first."""
-        lines = [f"def step({', '.join(self.inputs)}):",
-                 "    if not (" + self.guard + "):",
-                 "        return _MISS  # a guard failed: capture again"]
-        fwd = {i.ctx: i for i in self.instrs if i.kind == "op"}
-        grad_is_none: set[str] = set()
-        for ins in self.instrs:
-            if ins.kind == "grad" and ins.ref in grad_is_none:  # zero_grad ran: no old gradient
-                ins = dataclasses.replace(ins, how=("fresh", ins.how))
-            if ins.kind in ("grad", "zero"):
-                (grad_is_none.add if ins.kind == "zero" else grad_is_none.discard)(ins.ref)
-            lines += ["    " + s for s in _emit(ins, self, fwd)]
-        lines.append(f"    return {_outputs_src(self.outputs)}")
-        return "\n".join(lines)
+        return _Gen(self).source()
 
     def build(self) -> Callable:
+        gen = _Gen(self)
         env = dict(self.refs)
         env.update(self.guard_refs)
         env.update(_RUNTIME)
         env["__builtins__"] = __builtins__
-        code = builtins.compile(self.source(), "<minigrad.compile>", "exec")
+        code = builtins.compile(gen.source(), "<minigrad.compile>", "exec")
         exec(code, env)  # noqa: S102
         return env["step"]
 
@@ -143,87 +116,41 @@ class Program:
         return counts
 
     # --------------------------------------------------------- passes
+    def to_block(self) -> Block:
+        """The program as the passes' IR (:class:`minigrad.passes.Block`)."""
+        values = {i.ref: self.refs[i.ref] for i in self.instrs if i.kind == "const"}
+        return Block(list(self.instrs), tuple(_names(self.outputs)), values, fusible=_fusible)
+
+    def from_block(self, block: Block) -> Program:
+        """This program with the statements of ``block`` (a pass's result)."""
+        refs = dict(self.refs)
+        refs.update(block.values)
+        return dataclasses.replace(self, instrs=list(block.instrs), refs=refs,
+                                   outputs=_rename(self.outputs, block.renamed))
+
     def eliminate_dead_code(self) -> Program:
         """Drop lines whose results nothing uses (no output, no effect, no VJP reads their context)."""
-        live = set(_names(self.outputs))
-        kept = []
-        for ins in reversed(self.instrs):
-            if ins.effect or live.intersection(ins.out) or (ins.kind == "op" and ins.ctx in live):
-                kept.append(ins)
-                live.update(ins.args)
-                if ins.kind == "vjp":
-                    live.add(ins.ctx)
-        kept.reverse()
-        return dataclasses.replace(self, instrs=kept)
+        return _passes.eliminate_dead_code(self)
 
     def fold_constants(self) -> Program:
         """Compute once, now, every op whose inputs are all constants and that no VJP needs."""
-        consts = {i.out[0]: self.refs[i.ref] for i in self.instrs if i.kind == "const"}
-        vjp_ctx = {i.ctx for i in self.instrs if i.kind == "vjp"}
-        vjp_ctx |= {f"out:{n}" for n in _changed_in_place(self.instrs)}
-        refs = dict(self.refs)
-        out = []
-        for ins in self.instrs:
-            foldable = ins.kind == "op" and ins.ctx not in vjp_ctx and bool(ins.args) \
-                and f"out:{ins.out[0]}" not in vjp_ctx  # a value changed in place is made afresh
-            if foldable and all(a in consts for a in ins.args):
-                ctx = Context(ins.fn, (False,) * len(ins.args))
-                value = np.asarray(ins.fn.forward(ctx, *(consts[a] for a in ins.args), **ins.attrs))
-                name = f"K_{ins.out[0]}"
-                refs[name] = consts[ins.out[0]] = value
-                out.append(Instr("const", ins.out, ref=name))
-            else:
-                out.append(ins)
-        return dataclasses.replace(self, instrs=out, refs=refs)
+        return _passes.fold_constants(self)
 
     def eliminate_common_subexpressions(self) -> Program:
-        """Two ops with the same op, inputs and attributes (and no VJP): keep the first."""
-        vjp_ctx = {i.ctx for i in self.instrs if i.kind == "vjp"}
-        changed = _changed_in_place(self.instrs)
-        seen: dict[Any, str] = {}
-        rename: dict[str, str] = {}
-        out = []
-        for ins in self.instrs:
-            ins = dataclasses.replace(ins, args=tuple(rename.get(a, a) for a in ins.args))
-            if ins.effect:  # it may change an array in place: nothing before it can be reused
-                seen.clear()
-            if ins.kind == "const" and np.size(self.refs[ins.ref]) <= 64:  # equal small constants
-                c = np.asarray(self.refs[ins.ref])
-                key = ("const", c.dtype.str, c.shape, c.tobytes())
-                if key in seen:
-                    rename[ins.out[0]] = seen[key]
-                    continue
-                seen[key] = ins.out[0]
-            if ins.kind == "op" and ins.ctx not in vjp_ctx and ins.out[0] not in changed:
-                key = (ins.fn, ins.args, _freeze(ins.attrs))
-                if key in seen:
-                    rename[ins.out[0]] = seen[key]
-                    continue
-                seen[key] = ins.out[0]
-            out.append(ins)
-        return dataclasses.replace(self, instrs=out, outputs=_rename(self.outputs, rename))
+        """Equal small constants, and ops with the same op, inputs and attributes (no VJP): keep the first."""
+        return _passes.eliminate_common_subexpressions(self)
 
-    def optimize(self) -> Program:
-        return self.fold_constants().eliminate_common_subexpressions().eliminate_dead_code()
+    def fuse_elementwise(self) -> Program:
+        """Chains of written-out elementwise ops, and their VJPs, as one statement each."""
+        return _passes.fuse_elementwise(self)
+
+    def optimize(self, passes: Sequence[Callable] = _passes.DEFAULT_PASSES) -> Program:
+        return _passes.optimize(self, passes)
 
 
-def _changed_in_place(instrs: list[Instr]) -> set[str]:
-    """The names an in-place instruction writes into: their values are never shared or folded."""
-    return {i.args[0] for i in instrs if i.kind == "inplace"}
-
-
-def _freeze(v: Any) -> Any:
-    if isinstance(v, dict):
-        return tuple(sorted((k, _freeze(x)) for k, x in v.items()))
-    if isinstance(v, (list, tuple)):
-        return tuple(_freeze(x) for x in v)
-    if isinstance(v, np.ndarray):
-        return ("array", id(v))
-    try:
-        hash(v)
-    except TypeError:
-        return ("object", id(v))
-    return v
+def _fusible(ins: Instr) -> bool:
+    """A compiled step fuses the elementwise ops it writes out as NumPy (a chain then runs in one buffer)."""
+    return ins.fn.elementwise and ins.fn in _LOWER and bool(ins.how) and ins.how.get("lower", False)
 
 
 def _names(outputs: Any) -> list[str]:
@@ -265,62 +192,16 @@ def _outputs_src(o: Any) -> str:
     return repr(o)
 
 
-def _emit(ins: Instr, prog: Program, fwd: dict) -> list[str]:
-    k = ins.kind
-    if k == "input":
-        return [f"{ins.out[0]} = {ins.args[0]}.data" if ins.how == "tensor" else
-                f"{ins.out[0]} = {ins.args[0]}"]
-    if k == "tensor":
-        return [f"{ins.out[0]} = {ins.ref}.data  # {ins.how}"]
-    if k == "wrap":  # an array operand converted to a constant tensor, as the op does
-        return [f"{ins.out[0]} = {ins.args[0]}.astype({ins.how!r})" if ins.how else
-                f"{ins.out[0]} = {ins.args[0]}.copy()"]
-    if k == "const":
-        return [f"{ins.out[0]} = {ins.ref}"]
-    if k == "op":
-        lower = _LOWER.get(ins.fn)
-        lines = lower[0](ins) if lower is not None and ins.how.get("lower") else None
-        if lines is not None:
-            return lines
-        kw = "".join(f", {a}={_attr_src(ins, a)}" for a in ins.attrs)
-        lines = [f"{ins.out[0]} = {ins.fn.__name__}_fwd({ins.ctx}, {', '.join(ins.args)}{kw})"]
-        if ins.how.get("out_ndim", 0) == 0:  # a NumPy scalar becomes a 0-d array, as apply does
-            lines.append(f"if type({ins.out[0]}) is not _ndarray: "
-                         f"{ins.out[0]} = _as_array({ins.ctx}, {ins.out[0]})")
-        return lines
-    if k == "seed":
-        return [f"{ins.out[0]} = {ins.ref}  # d{ins.how}/d{ins.how} = 1"]
-    if k == "vjp":
-        f = fwd.get(ins.ctx)
-        lower = _LOWER.get(ins.fn)
-        if lower is not None and f is not None and f.how.get("lower"):
-            return lower[1](ins, f)
-        outs = [o or "_" for o in ins.out]
-        call = f"{ins.fn.__name__}_vjp({ins.ctx}, {ins.args[0]})"
-        if len(outs) == 1:  # a one-input op may return its gradient bare
-            return [f"_t = {call}", f"{outs[0]} = _t if type(_t) is _ndarray else _t[0]"]
-        return [f"{', '.join(outs)} = {call}"]
-    if k == "sum":
-        return [f"{ins.out[0]} = {ins.args[0]} + {ins.args[1]}"]
-    if k == "grad":
-        g = ins.args[0]
-        fresh, how = ins.how if isinstance(ins.how, tuple) else (None, ins.how)
-        conv = {"same": g, "copy": f"{g}.copy()"}.get(how, f"{g}.astype({how!r})")
-        if fresh:
-            return [f"{ins.ref}.grad = {conv}"]
-        return [f"_o = {ins.ref}.grad",
-                f"{ins.ref}.grad = {conv} if _o is None else _o + {conv}"]
-    if k == "zero":
-        return [f"{ins.ref}.grad = None"]
-    if k == "inplace":
-        if ins.how == "setitem":
-            return [f"{ins.args[0]}[{ins.ref}] = {ins.args[1]}"]
-        return [f"{ins.fn.__name__}_inplace({ins.args[0]}, {ins.args[1]})"]
-    if k == "random":
-        return [f"{ins.out[0]} = {ins.ref}()  # a fresh random draw"]
-    if k == "step":
-        return [f"{ins.ref}._apply({ins.args[0]})  # {ins.how}"]
-    raise AssertionError(k)
+def _expand(instrs: list[Instr]) -> list[Instr]:
+    """The statements with every fused chain replaced by its members, in order."""
+    out = []
+    for ins in instrs:
+        members = ins.how.get("members") if isinstance(ins.how, dict) else None
+        if members:
+            out.extend(_expand(list(members)))
+        else:
+            out.append(ins)
+    return out
 
 
 def _attr_src(ins: Instr, key: str) -> str:
@@ -334,12 +215,6 @@ def _attr_src(ins: Instr, key: str) -> str:
     return f"{ins.ctx}_{key}"
 
 
-@dataclasses.dataclass(frozen=True)
-class _Name:
-    """An attribute that is one of the step's inputs (the labels of a batch, say)."""
-    name: str
-
-
 def _as_array(ctx, raw):
     """What ``Function.apply`` does with a NumPy scalar result: an array, also in ``ctx.saved``."""
     return _function._as_output(ctx, raw)
@@ -349,28 +224,245 @@ def _grads(r, n: int) -> tuple:
     return r if type(r) is tuple and len(r) == n else (tuple(r) if isinstance(r, (tuple, list)) else (r,))
 
 
+# ====================================================================== code generation
+
+class _Gen:
+    """Writes a program as Python lines, one statement after another.
+
+    Before writing, it finds for every line the arrays it reads for the last
+    time that the program itself made (a new array from a written-out line,
+    never a parameter, an input, something a ``.grad`` or the result holds, or
+    something an op called through its own ``forward`` may have kept): such an
+    array may receive the line's result (``np.add(a, b, out=a)``), which saves
+    allocating a new one. Fused chains are written as their members' lines, so
+    their intermediate values share one buffer.
+    """
+
+    def __init__(self, prog: Program):
+        self.prog = prog
+        self.flat = _expand(prog.instrs)
+        self.fwd = {i.ctx: i for i in self.flat if i.kind == "op"}
+        self.seeds = {i.out[0]: prog.refs[i.ref] for i in self.flat if i.kind == "seed"}
+        self.meta = dict(prog.meta)         # name -> (shape, dtype), with the lines' own names
+        self.free = self._plan()
+
+    # ------------------------------------------------------------ buffers
+    def _lowering(self, ins: Instr):
+        if ins.kind == "op" and ins.how and ins.how.get("lower"):
+            return _LOWER[ins.fn]
+        if ins.kind == "vjp":
+            f = self.fwd.get(ins.ctx)
+            if f is not None and f.how and f.how.get("lower"):
+                return _LOWER[ins.fn]
+        return None
+
+    def _plan(self) -> list[frozenset]:
+        buf: dict[Any, Any] = {}      # name -> the array it is (names that alias share one)
+        fresh: set = set()            # arrays the written-out lines made
+        pinned: set = set()           # arrays something else may hold
+        last: dict[Any, int] = {}     # array -> index of the line that reads it last
+        reads: list[tuple] = []
+        for k, ins in enumerate(self.flat):
+            low = self._lowering(ins)
+            if ins.kind == "vjp" and low is not None:
+                r = tuple(ins.args) + low.vjp_reads(ins, self.fwd[ins.ctx])
+            elif ins.kind == "op" and low is not None:
+                r = tuple(ins.args)
+            elif ins.kind == "sum":
+                r = tuple(ins.args)
+            else:  # called through its own code, or kept outside (a .grad): never reused
+                r = tuple(ins.args)
+                pinned.update(buf.get(a, a) for a in r)
+            reads.append(r)
+            for a in r:
+                last[buf.get(a, a)] = k
+            made, same = ((), {})
+            if low is not None and ins.kind == "op":
+                self.meta.update(low.meta(ins, self.meta))
+            if low is not None:
+                made, same = (low.made(ins) if ins.kind == "op"
+                              else low.vjp_made(ins, self.fwd[ins.ctx]))
+            elif ins.kind == "sum":
+                made = ins.out
+            for o in ins.out:
+                if o is None:
+                    continue
+                if o in same:
+                    buf[o] = buf.get(same[o], same[o])
+                else:
+                    buf[o] = o
+            for o in made:
+                buf.setdefault(o, o)
+                fresh.add(buf[o])
+        pinned.update(buf.get(n, n) for n in _names(self.prog.outputs))
+        free = []
+        for k, r in enumerate(reads):
+            free.append(frozenset(a for a in r if buf.get(a, a) in fresh
+                                  and buf.get(a, a) not in pinned and last[buf.get(a, a)] == k))
+        return free
+
+    def into(self, k: int, candidates, out: str) -> str | None:
+        """A name among ``candidates`` whose array line ``k`` may overwrite with ``out``'s value
+        (read here for the last time, made by the program, of ``out``'s shape and dtype). Never a
+        0-d value: NumPy's arithmetic may have made it a scalar, which cannot receive a result."""
+        want = self.meta.get(out)
+        if want is None or want[0] == ():
+            return None
+        for a in candidates:
+            if a in self.free[k] and want is not None and self.meta.get(a) == want:
+                return a
+        return None
+
+    # -------------------------------------------------------------- lines
+    def source(self) -> str:
+        p = self.prog
+        lines = [f"def step({', '.join(p.inputs)}):",
+                 "    if not (" + p.guard + "):",
+                 "        return _MISS  # a guard failed: capture again"]
+        grad_is_none: set[str] = set()
+        self.grad_name: dict[str, str] = {}   # parameter -> the name of the array now in its .grad
+        first_of = {}
+        for ins in p.instrs:
+            members = ins.how.get("members") if isinstance(ins.how, dict) else None
+            if members:
+                first_of[id(_expand(list(members))[0])] = ins.name
+        for k, ins in enumerate(self.flat):
+            if id(ins) in first_of:
+                lines.append(f"    # {first_of[id(ins)]}")
+            if ins.kind == "grad":
+                fresh = ins.ref in grad_is_none  # zero_grad ran: no old gradient
+                how = ins.how
+                self.grad_name[ins.ref] = ins.args[0] if fresh and how == "same" else None
+                ins = dataclasses.replace(ins, how=("fresh" if fresh else None, how))
+            if ins.kind in ("grad", "zero"):
+                (grad_is_none.add if ins.kind == "zero" else grad_is_none.discard)(ins.ref)
+                if ins.kind == "zero":
+                    self.grad_name.pop(ins.ref, None)
+            lines += ["    " + s for s in self.emit(k, ins)]
+        lines.append(f"    return {_outputs_src(p.outputs)}")
+        return "\n".join(lines)
+
+    def emit(self, k: int, ins: Instr) -> list[str]:
+        kind = ins.kind
+        if kind == "input":
+            return [f"{ins.out[0]} = {ins.args[0]}.data" if ins.how == "tensor" else
+                    f"{ins.out[0]} = {ins.args[0]}"]
+        if kind == "tensor":
+            return [f"{ins.out[0]} = {ins.ref}.data  # {ins.how}"]
+        if kind == "wrap":  # an array operand converted to a constant tensor, as the op does
+            return [f"{ins.out[0]} = {ins.args[0]}.astype({ins.how!r})" if ins.how else
+                    f"{ins.out[0]} = {ins.args[0]}.copy()"]
+        if kind == "const":
+            return [f"{ins.out[0]} = {ins.ref}"]
+        if kind == "op":
+            low = self._lowering(ins)
+            if low is not None:
+                return low.fwd(self, k, ins)
+            kw = "".join(f", {a}={_attr_src(ins, a)}" for a in ins.attrs)
+            lines = [f"{ins.out[0]} = {ins.fn.__name__}_fwd({ins.ctx}, {', '.join(ins.args)}{kw})"]
+            if ins.how.get("out_ndim", 0) == 0:  # a NumPy scalar becomes a 0-d array, as apply does
+                lines.append(f"if type({ins.out[0]}) is not _ndarray: "
+                             f"{ins.out[0]} = _as_array({ins.ctx}, {ins.out[0]})")
+            return lines
+        if kind == "seed":
+            return [f"{ins.out[0]} = {ins.ref}  # d{ins.how}/d{ins.how} = 1"]
+        if kind == "vjp":
+            low = self._lowering(ins)
+            if low is not None:
+                return low.vjp(self, k, ins, self.fwd[ins.ctx])
+            outs = [o or "_" for o in ins.out]
+            call = f"{ins.fn.__name__}_vjp({ins.ctx}, {ins.args[0]})"
+            if len(outs) == 1:  # a one-input op may return its gradient bare
+                return [f"_t = {call}", f"{outs[0]} = _t if type(_t) is _ndarray else _t[0]"]
+            return [f"{', '.join(outs)} = {call}"]
+        if kind == "sum":
+            a, b = ins.args
+            dest = self.into(k, (a, b), ins.out[0])
+            if dest is not None:
+                return [f"{ins.out[0]} = add({a}, {b}, out={dest})"]
+            return [f"{ins.out[0]} = {a} + {b}"]
+        if kind == "grad":
+            g = ins.args[0]
+            fresh, how = ins.how
+            conv = {"same": g, "copy": f"{g}.copy()"}.get(how, f"{g}.astype({how!r})")
+            if fresh:
+                return [f"{ins.ref}.grad = {conv}"]
+            return [f"_o = {ins.ref}.grad",
+                    f"{ins.ref}.grad = {conv} if _o is None else _o + {conv}"]
+        if kind == "zero":
+            return [f"{ins.ref}.grad = None"]
+        if kind == "inplace":
+            if ins.how == "setitem":
+                return [f"{ins.args[0]}[{ins.ref}] = {ins.args[1]}"]
+            return [f"{ins.fn.__name__}_inplace({ins.args[0]}, {ins.args[1]})"]
+        if kind == "random":
+            return [f"{ins.out[0]} = {ins.ref}()  # a fresh random draw"]
+        if kind == "step":
+            return _update_lines(self, ins)
+        raise AssertionError(kind)
+
+    # ------------------------------------------------------------ helpers
+    def data_name(self, ref: str, before: Instr) -> str | None:
+        """The program's name for ``ref.data``, if a line before ``before`` reads it."""
+        for ins in self.flat:
+            if ins is before:
+                break
+            if ins.kind == "tensor" and ins.ref == ref:
+                return ins.out[0]
+        return None
+
+
 # ------------------------------------------------------------------ lowering
 # The hot ops of a training step are written out as the NumPy lines their own
 # forward and VJP run (ops.py), for the shapes and dtypes the guards fix; every
 # other op is called through its forward and backward. A lowering must compute
 # what the op computes, operation for operation, so the results are the same bits
-# (tests/test_compiling.py checks each against the op on the same inputs).
+# (tests/test_compiling.py checks each against the op on the same inputs). A
+# reduction is written as the ufunc's reduce that ndarray.sum and .max call.
 
-def _lower_matmul_fwd(ins):
-    a, b = ins.args
-    return [f"{ins.out[0]} = {a} @ {b}"]
+class _Lowering:
+    """One op written out: its forward and VJP lines, what they make, what the VJP reads."""
+
+    def fwd(self, gen: _Gen, k: int, ins: Instr) -> list[str]:
+        raise NotImplementedError
+
+    def vjp(self, gen: _Gen, k: int, ins: Instr, f: Instr) -> list[str]:
+        raise NotImplementedError
+
+    def made(self, ins: Instr) -> tuple[tuple, dict]:
+        """The names the forward lines make as new arrays, and the names that are another."""
+        return ins.out, {}
+
+    def vjp_made(self, ins: Instr, f: Instr) -> tuple[tuple, dict]:
+        return tuple(o for o in ins.out if o), {}
+
+    def vjp_reads(self, ins: Instr, f: Instr) -> tuple:
+        """What the VJP lines read besides the incoming gradient (what the op saved)."""
+        return ()
+
+    def meta(self, ins: Instr, meta: dict) -> dict:
+        """Shape and dtype of the names the forward lines make besides the op's result."""
+        return {}
 
 
-def _lower_matmul_vjp(ins, f):
-    a, b = f.args
-    g = ins.args[0]
-    da, db = ins.out
-    return ([f"{da} = {g} @ {b}.T"] if da else []) + ([f"{db} = {a}.T @ {g}"] if db else [])
+def _zero_d(ins: Instr, expr: str) -> str:
+    """A 0-d result stays an array (a ufunc gives a NumPy scalar), as ``Function.apply`` makes it."""
+    return f"asarray({expr})" if ins.how.get("out_ndim", 1) == 0 else expr
 
 
-def _lower_add_fwd(ins):
-    a, b = ins.args
-    return [f"{ins.out[0]} = {a} + {b}"]
+class _MatMul(_Lowering):
+    def fwd(self, gen, k, ins):
+        a, b = ins.args
+        return [f"{ins.out[0]} = {a} @ {b}"]
+
+    def vjp(self, gen, k, ins, f):
+        a, b = f.args
+        g = ins.args[0]
+        da, db = ins.out
+        return ([f"{da} = {g} @ {b}.T"] if da else []) + ([f"{db} = {a}.T @ {g}"] if db else [])
+
+    def vjp_reads(self, ins, f):
+        return tuple(f.args)
 
 
 def _sum_to_src(g: str, shape: tuple, out_shape: tuple) -> str:
@@ -378,43 +470,110 @@ def _sum_to_src(g: str, shape: tuple, out_shape: tuple) -> str:
         return g
     lead = len(out_shape) - len(shape)
     if out_shape[lead:] == shape:
-        return f"{g}.sum(axis={tuple(range(lead))!r})"
+        axes = tuple(range(lead))
+        return f"add.reduce({g}, axis={axes[0] if len(axes) == 1 else axes!r})"
     return f"_sum_to({g}, {shape!r})"
 
 
-def _lower_add_vjp(ins, f):
-    g = ins.args[0]
-    return [f"{o} = {_sum_to_src(g, sh, f.how['out_shape'])}"
-            for o, sh in zip(ins.out, f.how["shapes"]) if o]
+class _Add(_Lowering):
+    def fwd(self, gen, k, ins):
+        a, b = ins.args
+        o = ins.out[0]
+        dest = gen.into(k, (a, b), o)
+        if dest is not None:
+            return [f"{o} = add({a}, {b}, out={dest})"]
+        return [f"{o} = {_zero_d(ins, f'{a} + {b}')}"]
+
+    def vjp(self, gen, k, ins, f):
+        g = ins.args[0]
+        return [f"{o} = {_sum_to_src(g, sh, f.how['out_shape'])}"
+                for o, sh in zip(ins.out, f.how["shapes"]) if o]
+
+    def vjp_made(self, ins, f):
+        made, same = [], {}
+        for o, sh in zip(ins.out, f.how["shapes"]):
+            if o:
+                if sh == f.how["out_shape"]:
+                    same[o] = ins.args[0]
+                else:
+                    made.append(o)
+        return tuple(made), same
 
 
-def _lower_relu_fwd(ins):
-    return [f"{ins.out[0]} = np.maximum({ins.args[0]}, 0)"]
+class _ReLU(_Lowering):
+    def fwd(self, gen, k, ins):
+        a, o = ins.args[0], ins.out[0]
+        dest = gen.into(k, (a,), o)
+        if dest is not None:
+            return [f"{o} = maximum({a}, 0, out={dest})"]
+        return [f"{o} = {_zero_d(ins, f'maximum({a}, 0)')}"]
+
+    def vjp(self, gen, k, ins, f):
+        d, g, y = ins.out[0], ins.args[0], f.out[0]
+        if not d:
+            return []
+        dest = gen.into(k, (g,), d)
+        # the mask as bytes, 0 or 1: the same numbers as booleans, converted faster
+        if dest is not None:
+            return [f"{d} = multiply({g}, ({y} > 0).view(uint8), out={dest})"]
+        return [f"{d} = {_zero_d(f, f'{g} * ({y} > 0).view(uint8)')}"]
+
+    def vjp_reads(self, ins, f):
+        return (f.out[0],)
 
 
-def _lower_relu_vjp(ins, f):
-    return [f"{ins.out[0]} = {ins.args[0]} * ({f.out[0]} > 0)"] if ins.out[0] else []
+_MANY_ROWS, _FEW_COLUMNS = 32, 16  # logits of this shape take each row's maximum column by column
 
 
-def _lower_ce_fwd(ins):
-    z, o, c = ins.args[0], ins.out[0], ins.ctx
-    n, k = ins.how["shapes"][0]
-    t = _attr_src(ins, "target")
-    lines = []
-    if isinstance(ins.attrs["target"], _Name):  # labels given on each call: checked on each call
-        lines.append(f"{c}_t = _check_targets('cross_entropy_with_logits', {t}, {n}, {k})")
-        t = f"{c}_t"
-    return lines + [f"{o}_logp = {z} - {z}.max(axis=1, keepdims=True)",
-                    f"{o}_logp -= np.log(np.exp({o}_logp).sum(axis=1, keepdims=True))",
-                    f"{o} = np.asarray(-{o}_logp[{c}_rows, {t}].sum() / {n}, dtype={c}_dtype)"]
+class _CrossEntropy(_Lowering):
+    """The fused loss of notebook 08. The target entries are reached through flat indices
+    (``take``/``put``: the same entries, in the same order, as ``logp[rows, t]``)."""
 
+    def fwd(self, gen, k, ins):
+        z, o, c = ins.args[0], ins.out[0], ins.ctx
+        n, c_ = ins.how["shapes"][0]
+        lines = []
+        if isinstance(ins.attrs["target"], _Name):  # labels given on each call: checked on each call
+            lines += [f"{c}_t = _check_targets('cross_entropy_with_logits', "
+                      f"{ins.attrs['target'].name}, {n}, {ins.how['shapes'][0][1]})",
+                      f"{c}_flat = {c}_rowsC + {c}_t"]
+        dest = gen.into(k, (z,), f"{o}_logp")  # z is read here for the last time
+        if n >= _MANY_ROWS and c_ <= _FEW_COLUMNS:
+            # each row's maximum, column by column: NumPy pays per row for a short row, and
+            # a maximum is the same number in any order (+0 and -0 tie, and give the same logp)
+            top = f"maximum.reduce({z}.T.copy(), axis=0)[:, None]"
+        else:
+            top = f"maximum.reduce({z}, axis=1, keepdims=True)"
+        first = (f"{o}_logp = subtract({z}, {top}, out={dest})" if dest is not None
+                 else f"{o}_logp = {z} - {top}")
+        dt = gen.prog.refs[f"{c}_dtype"]
+        loss = f"-add.reduce({o}_logp.take({c}_flat)) / {n}"
+        kept = (-np.add.reduce(np.zeros(1, dt)) / n).dtype == dt  # NumPy's scalar keeps the dtype
+        return lines + [first,
+                        f"{o}_logp -= log(add.reduce(exp({o}_logp), axis=1, keepdims=True))",
+                        f"{o} = asarray({loss})" if kept else f"{o} = asarray({loss}, dtype={c}_dtype)"]
 
-def _lower_ce_vjp(ins, f):
-    g, d, c = ins.args[0], ins.out[0], f.ctx
-    n = f.how["shapes"][0][0]
-    t = f"{c}_t" if isinstance(f.attrs["target"], _Name) else _attr_src(f, "target")
-    return [f"_s = float({g}) / {n}", f"{d} = np.exp({f.out[0]}_logp)", f"{d} *= _s",
-            f"{d}[{c}_rows, {t}] -= _s"]
+    def made(self, ins):
+        return (ins.out[0], f"{ins.out[0]}_logp"), {}
+
+    def meta(self, ins, meta):
+        return {f"{ins.out[0]}_logp": meta.get(ins.args[0])}
+
+    def vjp(self, gen, k, ins, f):
+        g, d, c = ins.args[0], ins.out[0], f.ctx
+        n = f.how["shapes"][0][0]
+        logp = f"{f.out[0]}_logp"
+        if g in gen.seeds:  # the seed is 1: g / N is a number known now
+            s = repr(float(gen.seeds[g]) / n)
+            lines = []
+        else:
+            s, lines = "_s", [f"_s = float({g}) / {n}"]
+        dest = gen.into(k, (logp,), d)
+        lines.append(f"{d} = exp({logp}, out={dest})" if dest is not None else f"{d} = exp({logp})")
+        return lines + [f"{d} *= {s}", f"{d}.put({c}_flat, {d}.take({c}_flat) - {s})"]
+
+    def vjp_reads(self, ins, f):
+        return (f"{f.out[0]}_logp",)
 
 
 def _lowerable(fn, tensors, attrs) -> bool:
@@ -433,18 +592,82 @@ def _lowerable(fn, tensors, attrs) -> bool:
 from . import ops as _ops  # noqa: E402
 
 _LOWER = {
-    _ops.MatMul: (_lower_matmul_fwd, _lower_matmul_vjp),
-    _ops.Add: (_lower_add_fwd, _lower_add_vjp),
-    _ops.ReLU: (_lower_relu_fwd, _lower_relu_vjp),
-    _ops.CrossEntropyWithLogits: (_lower_ce_fwd, _lower_ce_vjp),
+    _ops.MatMul: _MatMul(),
+    _ops.Add: _Add(),
+    _ops.ReLU: _ReLU(),
+    _ops.CrossEntropyWithLogits: _CrossEntropy(),
 }
+
+
+# ------------------------------------------------------------- the update
+# SGD (with or without momentum, weight decay, Nesterov) and Adam are written
+# out as the arithmetic of their kernels in optim.py, on whole parameters:
+# the same operations in the same order, so the same bits as eager, without
+# the block-by-block loop that bounds eager's temporaries. Which form the update
+# takes (momentum or not, weight decay or not, Nesterov) is guarded; the
+# numbers (lr, momentum, betas, eps, weight_decay) are read when the line runs.
+# Any other optimizer is called through its own ``_apply``.
+
+def _update_form(opt) -> str | None:
+    if type(opt) is _optim.SGD:
+        return "momentum" if opt.momentum else "sgd"
+    if type(opt) is _optim.Adam:
+        return "adam"
+    return None
+
+
+def _update_lines(gen: _Gen, ins: Instr) -> list[str]:
+    a, o = ins.attrs, ins.ref
+    form = a.get("form")
+    if form is None:
+        return [f"{o}._apply({ins.args[0]})  # {ins.how}"]
+    lines = [f"_check_param({a['name']!r}, {i}, {p}, True)" for i, p in a["params"]] \
+        if a["check_finite"] else []
+    lines.append(f"{o}.steps += 1  # {ins.how}")
+    wd = a["weight_decay"]
+    if form == "sgd":
+        lines.append(f"_lr = {o}.lr" + (f"; _wd = {o}.weight_decay" if wd else ""))
+    elif form == "momentum":
+        lines.append(f"_lr, _mu = {o}.lr, {o}.momentum" + (f"; _wd = {o}.weight_decay" if wd else ""))
+        lines.append(f"_S = {o}.state")
+    else:
+        lines.append(f"_lr, _b1, _b2, _eps = {o}.lr, {o}.b1, {o}.b2, {o}.eps"
+                     + (f"; _wd = {o}.weight_decay" if wd else ""))
+        lines.append(f"_S = {o}.state")
+    for i, p in a["params"]:
+        d = gen.data_name(p, ins)
+        if d is None:
+            lines.append(f"_d = {p}.data")
+            d = "_d"
+        g = gen.grad_name.get(p) or f"{p}.grad"
+        if form == "sgd":
+            lines.append(f"{d} -= _lr * ({g} + _wd * {d})" if wd else f"{d} -= _lr * {g}")
+            continue
+        if wd:
+            lines.append(f"_g = {g} + _wd * {d}")
+            g = "_g"
+        if form == "momentum":
+            lines += [f"_v = _S[{i}]['momentum']", "_v *= _mu", f"_v += {g}",
+                      f"{d} -= _lr * ({g} + _mu * _v)" if a["nesterov"] else f"{d} -= _lr * _v"]
+        else:
+            lines += [f"_s = _S[{i}]", "_s['step'] += 1", "_t = _s['step']",
+                      "_m, _v = _s['m'], _s['v']",
+                      "_m *= _b1", f"_m += (1 - _b1) * {g}", "_v *= _b2", f"_v += (1 - _b2) * {g} * {g}",
+                      f"{d} -= _lr * (_m / (1 - _b1 ** _t)) / (sqrt(_v / (1 - _b2 ** _t)) + _eps)"]
+    lines.append("; ".join(f"{p}._vc[0] += 1" for _, p in a["params"])
+                 + "  # values saved from the parameters are stale")
+    return lines
+
 
 _MISS = object()  # what the program returns when a guard fails
 
 _RUNTIME = {"_ndarray": np.ndarray, "_as_array": _as_array, "_grads": _grads,
-            "_tensor": lambda a: Tensor._make(a), "np": np, "_MISS": _MISS,
+            "_tensor": Tensor._make, "np": np, "_MISS": _MISS,
+            # NumPy's functions by their own names: one lookup a call instead of two
+            "add": np.add, "subtract": np.subtract, "multiply": np.multiply, "maximum": np.maximum,
+            "exp": np.exp, "log": np.log, "sqrt": np.sqrt, "asarray": np.asarray, "uint8": np.uint8,
             "_sum_to": _ops.sum_to, "_check_targets": _ops._check_targets,
-            "_st": _state, "_Tensor": Tensor}
+            "_check_param": _optim._check_param, "_st": _state, "_Tensor": Tensor}
 
 
 # ====================================================================== capture
@@ -468,7 +691,8 @@ class _Recorder:
         self.refusal: str | None = None
         self.wrapped: dict[int, tuple] = {}  # id(wrapped constant tensor) -> (source, how)
         self.tensors: dict[str, Tensor] = {}  # outside tensors read by the program
-        self.guards: list[tuple[str, Callable[[], bool]]] = []
+        self.guards: list[tuple] = []   # (why, check) or (why, check, the check as an expression)
+        self.meta: dict[str, tuple] = {}  # name -> (shape, dtype) while capturing
         self.n = 0
         self.args = args
         self.inputs = [f"a{i}" for i in range(len(args))]
@@ -478,6 +702,7 @@ class _Recorder:
                 name = self._new("x")
                 self.instrs.append(Instr("input", (name,), (f"a{i}",), how="tensor"))
                 self.sym[id(a)] = name
+                self._meta(name, a.data)
                 self.keep.append(a)
             elif isinstance(a, np.ndarray):
                 self.array_inputs[id(a)] = i
@@ -487,6 +712,10 @@ class _Recorder:
     def _new(self, prefix: str) -> str:
         self.n += 1
         return f"{prefix}{self.n}"
+
+    def _meta(self, name: str, a) -> None:
+        if isinstance(a, (np.ndarray, np.generic)):
+            self.meta[name] = (tuple(a.shape), a.dtype.str)
 
     def _ref(self, obj: Any, prefix: str) -> str:
         name = self.ref_of.get(id(obj))
@@ -520,6 +749,7 @@ class _Recorder:
                 ref = self._ref(t.data, "K")
                 self.instrs.append(Instr("const", (name,), ref=ref))
             self.sym[id(t)] = name
+            self._meta(name, t.data)
             return name
         # a tensor from outside the step: a parameter, or data it closes over; read at run time
         ref = self._ref(t, "T" if not t.requires_grad else "P")
@@ -529,6 +759,7 @@ class _Recorder:
                                  how=(t.name or ("parameter" if t.requires_grad else "data")) +
                                  f" {tuple(t.data.shape)}"))
         self.sym[id(t)] = name
+        self._meta(name, t.data)
         return name
 
     # ---------------------------------------------------------------- op hooks
@@ -569,14 +800,17 @@ class _Recorder:
                "out_ndim": out.data.ndim, "lower": _lowerable(fn, tensors, attrs)}
         if how["lower"] and fn is _ops.CrossEntropyWithLogits:
             z = tensors[0].data
-            self.refs[f"{ctx_name}_rows"] = np.arange(z.shape[0])
+            rows_c = np.arange(z.shape[0]) * z.shape[1]   # row i's entries start at i * C
             self.refs[f"{ctx_name}_dtype"] = z.dtype
-            if not isinstance(kw["target"], _Name):  # fixed labels: checked now, as eager did
-                self.refs[f"{ctx_name}_target"] = _ops._check_targets(
+            if isinstance(kw["target"], _Name):
+                self.refs[f"{ctx_name}_rowsC"] = rows_c
+            else:  # fixed labels: checked now, as eager did
+                self.refs[f"{ctx_name}_flat"] = rows_c + _ops._check_targets(
                     "cross_entropy_with_logits", attrs["target"], *z.shape)
         ins = Instr("op", (name,), args, fn=fn, ctx=ctx_name, attrs=kw, how=how)
         self.instrs.append(ins)
         self.sym[id(out)] = name
+        self._meta(name, out.data)
         self.keep.append(out)
         if out.grad_fn is not None:
             self.node_ctx[id(out.grad_fn)] = ctx_name
@@ -590,6 +824,8 @@ class _Recorder:
         for p in parts[1:]:  # the engine adds in arrival order: ((g1 + g2) + g3)
             s = self._new("s")
             self.instrs.append(Instr("sum", (s,), (total, p)))
+            if total in self.meta:
+                self.meta[s] = self.meta[total]
             total = s
         return total
 
@@ -605,6 +841,7 @@ class _Recorder:
             gname = self._new("g")
             ref = self._ref(np.array(g, copy=True), "SEED")
             self.instrs.append(Instr("seed", (gname,), ref=ref, how="L"))
+            self._meta(gname, g)
             self.passes.append([])
         outs = []
         for p, pg in zip(node.parents, in_grads):
@@ -613,6 +850,7 @@ class _Recorder:
                 continue
             name = self._new("g")
             outs.append(name)
+            self._meta(name, pg)
             self.pending.setdefault(id(p), []).append(name)
             self.keep.append(p)
         ctx = self.node_ctx[id(node)]
@@ -666,6 +904,7 @@ class _Recorder:
                     arr = arr.astype(t.data.dtype)
                 v = self._new("c")
                 self.instrs.append(Instr("const", (v,), ref=self._ref(arr, "K")))
+                self._meta(v, arr)
             if "idx" in attrs:
                 idx = self._ref(attrs["idx"], "I")
                 self.instrs.append(Instr("inplace", (), (target, v), fn=op, ref=idx, how="setitem"))
@@ -684,15 +923,44 @@ class _Recorder:
             for _, p in live:
                 if id(p) not in self.ref_of:
                     self.tensors[self._ref(p, "P")] = p
-            self.instrs.append(Instr("step", (), (lst,), ref=ref,
+            form = _update_form(opt)
+            attrs = {"form": form, "name": type(opt).__name__,
+                     "params": tuple((i, self.ref_of[id(p)]) for i, p in live)}
+            if form is not None:
+                attrs.update(weight_decay=bool(opt.weight_decay), check_finite=bool(opt.check_finite),
+                             nesterov=bool(getattr(opt, "nesterov", False)))
+                self._guard_update(opt, ref, form, attrs, live)
+            self.instrs.append(Instr("step", (), (lst,), ref=ref, attrs=attrs,
                                      how=f"{type(opt).__name__}: update {names} and its state"))
         elif kind == "random":
             mask, redraw, guard = args
             name = self._new("r")
             self.instrs.append(Instr("random", (name,), ref=self._ref(redraw, "R")))
             self.sym[id(mask)] = name
+            self._meta(name, mask.data)
             self.keep.append(mask)
             self.guards.append(("a dropout layer's p or training mode changed", guard))
+
+    def _guard_update(self, opt, ref: str, form: str, attrs: dict, live: list) -> None:
+        """The form of the written-out update is assumed; its numbers are read when it runs."""
+        name = type(opt).__name__
+        checks = [("weight decay", lambda: bool(opt.weight_decay), attrs["weight_decay"],
+                   f"{'' if attrs['weight_decay'] else 'not '}{ref}.weight_decay"),
+                  ("check_finite", lambda: bool(opt.check_finite), attrs["check_finite"],
+                   f"{ref}.check_finite is {attrs['check_finite']}")]
+        if form in ("sgd", "momentum"):
+            checks += [("momentum", lambda: bool(opt.momentum), form == "momentum",
+                        f"{'' if form == 'momentum' else 'not '}{ref}.momentum")]
+        if form == "momentum":
+            checks += [("nesterov", lambda: bool(opt.nesterov), attrs["nesterov"],
+                        f"{ref}.nesterov is {attrs['nesterov']}")]
+        for what, now, was, expr in checks:
+            self.guards.append((f"{name}'s {what} changed {'on' if was else 'off'} -> "
+                                f"{'off' if was else 'on'}", lambda now=now, was=was: now() is was, expr))
+        if form in ("momentum", "adam"):  # the lines read each parameter's state: step() would make it
+            self.guards.append((f"{name} has no state for some parameter (step() makes it)",
+                                lambda: all(opt.state.get(i) is not None for i, _ in live),
+                                " and ".join(f"{ref}.state.get({i}) is not None" for i, _ in live)))
 
     def wrap(self, source, like=None):
         t = _plain_as_tensor(source, like)
@@ -791,7 +1059,7 @@ class Capture:
             for k, v in self.values.items():
                 if now.get(k, _MISSING) != v:
                     return f"{k} was {v!r}, now {now.get(k, '<gone>')!r}"
-        for why, ok in self.guards:
+        for why, ok, *_ in self.guards:
             if not ok():
                 return why
         return None
@@ -802,17 +1070,18 @@ _MISSING = object()
 
 def _guard_source(cap: Capture, fn: Callable, refs: dict) -> tuple[str, dict]:
     """The guards of ``cap`` as one Python condition over the step's arguments (and its refs)."""
-    conds = [f"_st.grad_enabled is {cap.grad_mode}", "not _st.hooks", "not _st.anomaly"]
+    conds = [f"_st.grad_enabled is {cap.grad_mode}", "not _st.observed"]  # no hook, no anomaly mode
     env: dict[str, Any] = {}
     for i, d in enumerate(cap.args):
         a = f"a{i}"
         if d[0] == "Tensor":
             env[f"DT_a{i}"] = np.dtype(d[2])
             conds.append(f"type({a}) is _Tensor and {a}.data.shape == {d[1]!r} and "
-                         f"{a}.data.dtype == DT_a{i} and {a}.requires_grad is {d[3]}")
+                         f"{_dtype_is(f'{a}.data.dtype', f'DT_a{i}')} and {a}.requires_grad is {d[3]}")
         elif d[0] == "array":
             env[f"DT_a{i}"] = np.dtype(d[2])
-            conds.append(f"type({a}) is _ndarray and {a}.shape == {d[1]!r} and {a}.dtype == DT_a{i}")
+            conds.append(f"type({a}) is _ndarray and {a}.shape == {d[1]!r} and "
+                         f"{_dtype_is(f'{a}.dtype', f'DT_a{i}')}")
         elif d[0] == "value":
             conds.append(f"type({a}) is {d[1]} and {a} == {d[2]!r}" if d[1] != "NoneType"
                          else f"{a} is None")
@@ -822,7 +1091,7 @@ def _guard_source(cap: Capture, fn: Callable, refs: dict) -> tuple[str, dict]:
     for ref, (shape, dt, rg) in cap.tensors.items():
         env[f"DT_{ref}"] = np.dtype(dt)
         conds.append(f"{ref}.requires_grad is {rg} and {ref}.data.shape == {shape!r} and "
-                     f"{ref}.data.dtype == DT_{ref}")
+                     f"{_dtype_is(f'{ref}.data.dtype', f'DT_{ref}')}")
     if cap.values:
         code = fn.__code__
         cells = dict(zip(code.co_freevars, fn.__closure__ or ()))
@@ -838,10 +1107,18 @@ def _guard_source(cap: Capture, fn: Callable, refs: dict) -> tuple[str, dict]:
             else:
                 env[f"VAL{k}"] = v
                 conds.append(f"type({where}) is type(VAL{k}) and {where} == VAL{k}")
-    for k, (_, ok) in enumerate(cap.guards):
-        env[f"GUARD{k}"] = ok
-        conds.append(f"GUARD{k}()")
+    for k, (_, ok, *expr) in enumerate(cap.guards):
+        if expr:  # a plain expression over the program's names: no call
+            conds.append(expr[0])
+        else:
+            env[f"GUARD{k}"] = ok
+            conds.append(f"GUARD{k}()")
     return "\n            and ".join(conds), env
+
+
+def _dtype_is(expr: str, dt: str) -> str:
+    """``expr == dt`` for a dtype, asking first whether it is the very same object (it usually is)."""
+    return f"({expr} is {dt} or {expr} == {dt})"
 
 
 def _explain(d: tuple) -> str:
@@ -857,12 +1134,14 @@ def _explain(d: tuple) -> str:
 class CompiledStep:
     """``minigrad.compile(step)``: call it as you would call ``step``.
 
-    Attributes: ``captures`` (one :class:`Capture` per capture, with its
-    ``reason``), ``program`` and ``code`` (the current program and its source),
-    ``eager`` (True once a graph break sent the step back to eager execution).
+    ``optimize``: True runs ``minigrad.passes.DEFAULT_PASSES`` on each captured
+    program, False none, and a sequence of passes runs those. Attributes:
+    ``captures`` (one :class:`Capture` per capture, with its ``reason``),
+    ``program`` and ``code`` (the current program and its source), ``eager``
+    (True once a graph break sent the step back to eager execution).
     """
 
-    def __init__(self, fn: Callable, on_break: str = "error", optimize: bool = True,
+    def __init__(self, fn: Callable, on_break: str = "error", optimize: bool | Sequence = True,
                  cache_size: int = 8):
         if not callable(fn):
             raise TypeError(f"compile: expected a function, got {type(fn).__name__}")
@@ -965,9 +1244,9 @@ class CompiledStep:
             self.eager = True
             return result
         outputs = self._outputs(rec, result)
-        prog = Program(rec.instrs, rec.inputs, outputs, rec.refs, rec.contexts)
+        prog = Program(rec.instrs, rec.inputs, outputs, rec.refs, rec.contexts, rec.meta)
         if self.optimize:
-            prog = prog.optimize()
+            prog = prog.optimize(_passes.DEFAULT_PASSES if self.optimize is True else self.optimize)
         cap = Capture(reason, prog, [], [_describe_arg(a) for a in args], grad_mode,
                       {ref: (t.data.shape, t.data.dtype.str, t.requires_grad)
                        for ref, t in rec.tensors.items()}, values, rec.guards)
@@ -1001,7 +1280,8 @@ class CompiledStep:
                 f"capture(s), {'eager' if self.eager else 'compiled'}>")
 
 
-def compile(step: Callable | None = None, *, on_break: str = "error", optimize: bool = True):  # noqa: A001
+def compile(step: Callable | None = None, *, on_break: str = "error",  # noqa: A001
+            optimize: bool | Sequence = True):
     """Compile a whole training step; use as ``compile(step)`` or ``@compile(on_break=...)``."""
     if step is None:
         return lambda f: CompiledStep(f, on_break=on_break, optimize=optimize)

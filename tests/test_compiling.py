@@ -81,9 +81,9 @@ def test_the_program_is_straight_line_code_of_forward_backward_and_update():
     code = compiled.code
     assert code.startswith("def step():\n    if not (_st.grad_enabled is True")
     assert "for " not in code and "while " not in code
-    for line in ["@", "np.exp(", ".T @", ".grad = None", "_apply("]:
+    for line in ["@", "exp(", ".T @", ".grad = None", ".steps += 1", "-= _lr * "]:
         assert line in code, line
-    assert code.index("_logp =") < code.index(".T @") < code.index("_apply(")
+    assert code.index("_logp =") < code.index(".T @") < code.index(".steps += 1")
     counts = compiled.program.op_counts()
     assert counts["matmul"] == 2 and counts["matmul_vjp"] == 2 and counts["step"] == 1
 
@@ -460,7 +460,7 @@ def test_each_written_out_op_computes_what_the_op_computes(shapes, dtype):
             np.testing.assert_array_equal(e.grad, c.grad)
             assert e.grad.dtype == c.grad.dtype
     code = compiled.code
-    assert "np.maximum(" in code and "_check_targets(" in code and "Add_fwd" not in code
+    assert "maximum(" in code and "_check_targets(" in code and "Add_fwd" not in code
 
 
 def test_labels_given_each_call_are_checked_each_call():
@@ -514,3 +514,286 @@ def test_passes_never_share_or_fold_a_value_that_is_changed_in_place(rng):
     compiled = mg.compile(step)
     for _ in range(3):
         np.testing.assert_array_equal(compiled().data, step().data)
+
+
+# ------------------------------------------------------------ one set of passes, fusion
+
+def mlp_step_of(model, opt, x, y):
+    def step():
+        opt.zero_grad()
+        loss = model(x).cross_entropy_with_logits(y)
+        loss.backward()
+        opt.step()
+        return loss
+    return step
+
+
+def assert_same_training(make, steps=10, **compile_kw):
+    """Eager and compiled copies of ``make()`` leave the same numbers after every step."""
+    m1, o1, eager = make()
+    m2, o2, step = make()
+    compiled = mg.compile(step, **compile_kw)
+    for k in range(steps):
+        a, b = eager(), compiled()
+        np.testing.assert_array_equal(a.data, b.data, err_msg=f"loss of call {k}")
+        for p, q in zip(m1.parameters(), m2.parameters()):
+            np.testing.assert_array_equal(p.data, q.data, err_msg=f"parameter after call {k}")
+            np.testing.assert_array_equal(p.grad, q.grad, err_msg=f"gradient after call {k}")
+        for (i, key, s), (j, key2, t) in zip(state_arrays(o1), state_arrays(o2), strict=True):
+            assert (i, key) == (j, key2)
+            np.testing.assert_array_equal(s, t, err_msg=f"optimizer state {i} {key} after call {k}")
+    assert len(compiled.captures) == 1
+    return compiled
+
+
+WITHOUT_FUSION = (mg.passes.eliminate_dead_code, mg.passes.fold_constants,
+                  mg.passes.eliminate_common_subexpressions, mg.passes.eliminate_dead_code)
+
+
+def test_fusion_makes_a_chain_and_its_vjps_one_statement_each_with_eager_numbers():
+    def make():
+        rng = np.random.default_rng(4)
+        w, b, c = (Tensor(rng.standard_normal(s), requires_grad=True) for s in ((6, 8), (8,), (8,)))
+        v = Tensor(rng.standard_normal((8, 3)), requires_grad=True)
+        opt = mg.optim.SGD([w, b, c, v], lr=0.1)
+        x, y = Tensor(rng.standard_normal((5, 6))), rng.integers(0, 3, size=5)
+
+        def step():
+            opt.zero_grad()
+            h = (x @ w + b + c).relu()          # add, add, relu: one chain
+            loss = (h @ v).cross_entropy_with_logits(y)
+            loss.backward()
+            opt.step()
+            return loss
+        return mg.nn.Sequential(), opt, step
+
+    fused = assert_same_training(make)
+    plain = assert_same_training(make, optimize=WITHOUT_FUSION)
+    counts = fused.program.op_counts()
+    assert counts["fused[add,add,relu]"] == 1 and counts["fused[add,add,relu]_vjp"] == 1
+    assert "add" not in counts and "relu" not in counts and "relu_vjp" not in counts
+    assert len(fused.program.instrs) == len(plain.program.instrs) - 4   # two ops and two VJPs fewer
+    assert "fused" not in "".join(plain.program.op_counts())
+    assert "# fused[add,add,relu]" in fused.code
+
+
+def test_fusion_leaves_a_value_used_twice_and_joins_chains_that_meet(rng):
+    w = Tensor(rng.standard_normal((4, 3)), requires_grad=True)
+    b = Tensor(rng.standard_normal(3), requires_grad=True)
+    x = Tensor(rng.standard_normal((5, 4)))
+    y = rng.integers(0, 3, size=5)
+
+    def step():
+        w.grad = b.grad = None
+        z = x @ w
+        a = (z + b).relu()                     # z is used twice: it stays a value of its own
+        c = (z + b).relu() + a                 # merged with a by CSE, then a is used twice
+        loss = (c + z).cross_entropy_with_logits(y)
+        loss.backward()
+        return loss
+
+    compiled = mg.compile(step)
+    for _ in range(3):
+        loss = compiled()
+        gw, gb = w.grad.copy(), b.grad.copy()
+        np.testing.assert_array_equal(loss.data, step().data)
+        np.testing.assert_array_equal(gw, w.grad)
+        np.testing.assert_array_equal(gb, b.grad)
+    assert compiled.program.op_counts()["matmul"] == 1
+
+
+def test_the_same_passes_rewrite_a_traced_graph_and_a_compiled_program():
+    _, _, step = make_setup(mg.optim.SGD, np.float64, lr=0.1)
+    raw = mg.compile(step, optimize=False)
+    raw()
+    program = raw.program
+    g = mg.trace(lambda x, w, b: (x @ w + b).relu().sum(), np.ones((2, 3)), np.ones((3, 4)), np.ones(4))
+    for p in (mg.passes.eliminate_dead_code, mg.passes.fold_constants,
+              mg.passes.eliminate_common_subexpressions, mg.passes.fuse_elementwise, mg.passes.optimize):
+        assert type(p(program)) is mg.compiling.Program and type(p(g)) is mg.StaticGraph
+    assert [n.name for n in mg.passes.fuse_elementwise(g).nodes] == ["matmul", "fused[add,relu]", "sum"]
+    assert "fused[add,relu]" in mg.passes.fuse_elementwise(program).op_counts()
+    assert program.fuse_elementwise().op_counts() == mg.passes.fuse_elementwise(program).op_counts()
+    assert "fused" not in "".join(program.op_counts())          # the passes return new programs
+    assert program.eliminate_dead_code().instrs == mg.passes.eliminate_dead_code(program).instrs
+
+
+def test_a_fused_chain_that_needs_no_gradient_has_no_vjp(rng):
+    w = Tensor(rng.standard_normal((3, 2)), requires_grad=True)
+    x, b = Tensor(rng.standard_normal((4, 3))), Tensor(rng.standard_normal(3))
+
+    def step():
+        w.grad = None
+        h = (x + b + b).relu()                 # data only: no gradient flows through the chain
+        (h @ w).cross_entropy_with_logits(np.array([0, 1, 1, 0])).backward()
+
+    compiled = mg.compile(step)
+    for _ in range(2):
+        compiled()
+        g = w.grad.copy()
+        step()
+        np.testing.assert_array_equal(g, w.grad)
+    counts = compiled.program.op_counts()
+    assert counts["fused[add,add,relu]"] == 1 and "fused[add,add,relu]_vjp" not in counts
+
+
+# -------------------------------------------------------------- written-out lines
+
+def test_a_result_goes_into_an_array_only_where_that_array_is_read_for_the_last_time(rng):
+    w = Tensor(rng.standard_normal((4, 6)), requires_grad=True)
+    b, c = (Tensor(rng.standard_normal(6), requires_grad=True) for _ in range(2))
+    v = Tensor(rng.standard_normal((6, 3)), requires_grad=True)
+    x, y = Tensor(rng.standard_normal((5, 4))), rng.integers(0, 3, size=5)
+
+    def step():
+        for t in (w, b, c, v):
+            t.grad = None
+        z = x @ w
+        h = (z + b).relu() + (z + c).relu()     # z is read twice: the first add must not overwrite it
+        loss = (h @ v).cross_entropy_with_logits(y) + (z @ v).cross_entropy_with_logits(y)
+        loss.backward()
+        return loss
+
+    compiled = mg.compile(step)
+    for _ in range(3):
+        loss = compiled()
+        got = [t.grad.copy() for t in (w, b, c, v)]
+        np.testing.assert_array_equal(loss.data, step().data)
+        for g, t in zip(got, (w, b, c, v)):
+            np.testing.assert_array_equal(g, t.grad)
+    code = compiled.code
+    z = next(i.out[0] for i in compiled.program.instrs if i.kind == "op" and i.fn is mg.ops.MatMul)
+    assert f"out={z})" not in code, "z is read again after each add: never overwritten"
+    assert "out=" in code
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_the_row_maxima_taken_column_by_column_give_the_ops_bits(dtype):
+    """Logits with many rows and few columns take each row's maximum column by column."""
+    rng = np.random.default_rng(2)
+    z0 = rng.standard_normal((40, 6)).astype(dtype)
+    z0[0, :2] = [0.0, -0.0]                     # rows whose maximum is a tie of +0 and -0
+    z0[0, 2:] = -1.0
+    z0[1, :2] = [-0.0, 0.0]
+    z0[1, 2:] = -3.0
+    y = rng.integers(0, 6, size=40)
+
+    def make():
+        z = Tensor(z0.copy(), requires_grad=True, dtype=dtype)
+
+        def step():
+            z.grad = None
+            loss = z.cross_entropy_with_logits(y)
+            loss.backward()
+            return loss
+        return z, step
+
+    (ze, eager), (zc, step) = make(), make()
+    compiled = mg.compile(step)
+    for _ in range(3):
+        a, b = eager(), compiled()
+        assert a.data.tobytes() == b.data.tobytes() and a.data.dtype == b.data.dtype == dtype
+        assert ze.grad.tobytes() == zc.grad.tobytes()
+    assert ".T.copy(), axis=0)" in compiled.code
+
+
+def big_setup(opt_cls, **kw):
+    """Layers larger than the optimizers' blocks: eager updates them block by block."""
+    rng = np.random.default_rng(7)
+    model = mg.nn.Sequential(mg.nn.Linear(120, 80, rng=rng), mg.nn.ReLU(), mg.nn.Linear(80, 4, rng=rng))
+    assert model[0].weight.data.size > mg.optim._BLOCK
+    opt = opt_cls(model.parameters(), **kw)
+    x, y = Tensor(rng.standard_normal((16, 120))), rng.integers(0, 4, size=16)
+    return model, opt, mlp_step_of(model, opt, x, y)
+
+
+@pytest.mark.parametrize("opt_cls, kw", [
+    (mg.optim.SGD, {"lr": 0.05}),
+    (mg.optim.SGD, {"lr": 0.05, "weight_decay": 1e-2}),
+    (mg.optim.SGD, {"lr": 0.05, "momentum": 0.9, "nesterov": True, "weight_decay": 1e-3}),
+    (mg.optim.Adam, {"lr": 0.01, "weight_decay": 1e-2}),
+], ids=["sgd", "sgd-decay", "nesterov", "adam-decay"])
+def test_the_written_out_update_of_whole_parameters_gives_eager_bits(opt_cls, kw):
+    compiled = assert_same_training(lambda: big_setup(opt_cls, **kw), steps=6)
+    assert "_apply(" not in compiled.code and ".steps += 1" in compiled.code
+
+
+def test_the_form_of_the_update_is_guarded_and_its_numbers_read_when_it_runs():
+    m1, o1, eager = make_setup(mg.optim.SGD, np.float64, lr=0.1, momentum=0.9)
+    m2, o2, step = make_setup(mg.optim.SGD, np.float64, lr=0.1, momentum=0.9)
+    compiled = mg.compile(step)
+    for k in range(8):
+        if k == 2:
+            o1.lr = o2.lr = 0.05                 # a number: read when the line runs
+            o1.momentum = o2.momentum = 0.5
+        if k == 4:
+            o1.state.clear()                     # the buffers are gone: step() makes them again
+            o2.state.clear()
+        if k == 6:
+            o1.momentum = o2.momentum = 0.0      # no momentum: another form of the update
+        eager(), compiled()
+        for p, q in zip(m1.parameters(), m2.parameters()):
+            np.testing.assert_array_equal(p.data, q.data, err_msg=f"after call {k}")
+        for (i, key, s), (_, _, t) in zip(state_arrays(o1), state_arrays(o2), strict=True):
+            np.testing.assert_array_equal(s, t, err_msg=f"state {i} {key} after call {k}")
+    reasons = [c.reason for c in compiled.captures]
+    assert reasons[0] == "first call" and "SGD has no state for some parameter" in reasons[1], reasons
+    assert "momentum changed on -> off" in reasons[2] and len(reasons) == 3, reasons
+
+
+def test_check_finite_is_checked_by_the_program_as_by_step(rng):
+    w = Tensor(rng.standard_normal((3, 2)), requires_grad=True)
+    opt = mg.optim.SGD([w], lr=0.1, check_finite=True)
+    x = Tensor(rng.standard_normal((4, 3)))
+
+    def step():
+        opt.zero_grad()
+        loss = (x @ w).cross_entropy_with_logits(np.array([0, 1, 1, 0]))
+        loss.backward()
+        opt.step()
+        return loss
+
+    compiled = mg.compile(step)
+    compiled(), compiled()
+    assert "_check_param(" in compiled.code
+    x.data[0, 0] = np.nan
+    before = w.data.copy()
+    with pytest.raises(ValueError, match="NaN"):
+        compiled()
+    np.testing.assert_array_equal(w.data, before)    # nothing updated, as eager's step()
+
+
+def test_an_optimizer_without_a_written_out_update_runs_its_own(rng):
+    class MySGD(mg.optim.SGD):
+        """A subclass may change the update: the program calls the optimizer's own _apply."""
+
+    def make():
+        model, _, _ = make_setup(mg.optim.SGD, np.float64, lr=0.1)
+        opt = MySGD(model.parameters(), lr=0.1, momentum=0.5)
+        x = Tensor(np.linspace(-1, 1, 30).reshape(5, 6))
+        return model, opt, mlp_step_of(model, opt, x, np.array([0, 1, 2, 1, 0]))
+
+    compiled = assert_same_training(make, steps=4)
+    assert "._apply(" in compiled.code
+
+
+def test_zero_d_values_stay_arrays_and_never_receive_a_result(rng):
+    """A 0-d sum of NumPy scalars is a scalar, not an array: no line may write into it."""
+    w = Tensor(rng.standard_normal((4, 6)), requires_grad=True)
+    x = Tensor(rng.standard_normal((5, 4)))
+
+    def step():
+        w.grad = None
+        s = (x @ w).sum()
+        loss = (s + s).relu() + (s * 0.5).relu()   # 0-d adds and ReLUs, fused; their gradients summed
+        loss.backward()
+        return loss
+
+    compiled = mg.compile(step)
+    for _ in range(3):
+        loss = compiled()
+        g = w.grad.copy()
+        expected = step()
+        assert type(loss.data) is np.ndarray and loss.data.shape == ()
+        np.testing.assert_array_equal(loss.data, expected.data)
+        np.testing.assert_array_equal(g, w.grad)
