@@ -9,13 +9,14 @@
 #   make site     the website: README and notebooks as saved, in build/site/ (nothing is run);
 #                 the Chinese edition in build/site/zh/
 #   make e2e      instructors: the course in JupyterLab and the website, in headless Chromium;
-#                 also the Chinese notebooks under strict nbval (make nbtest-zh)
+#                 also the Chinese notebooks under strict nbval (make nbtest-zh) and the slow tests (make slow)
 #   make i18n-status  what the Chinese edition still needs translated (tools/i18n.py)
 #   make lint     ruff on the package, the tests and the notebooks
 #   make torch    add PyTorch's CPU build to .venv (the labs do it too; enables the comparisons)
 #   make student  write build/student/: exercises blanked, outputs cleared
 #   make assign   instructors: student notebooks and otter-grader autograders, in build/assign/
 #   make grade SUBMISSIONS=dir  instructors: grade dir/<student>/<notebook>.ipynb into build/grades/
+#   make slow     the slow tests: the autograder gives every reference notebook full marks (in e2e)
 #   make publish-student  write student/ and zh/ (committed, for Colab links) from notebooks/ and i18n/zh/
 #   make colab    insert or update every notebook's set-up cell (tools/colab.py)
 #   make bench    time minigrad against hand-written NumPy (and PyTorch): benchmarks/RESULTS.md
@@ -44,7 +45,7 @@ export OMP_NUM_THREADS ?= 1
 export OPENBLAS_NUM_THREADS ?= 1
 export MKL_NUM_THREADS ?= 1
 
-.PHONY: test unit nbtest lab site e2e execute lint torch student bench clean distclean venv dot trust help \
+.PHONY: test unit slow nbtest lab site e2e execute lint torch student bench clean distclean venv dot trust help \
         publish-student colab assign grade
 .PHONY: zh nbtest-zh i18n-status
 .DEFAULT_GOAL := help
@@ -142,7 +143,12 @@ test: unit nbtest
 # The unit tests also test the website's alt text, which needs its tools (docs/requirements.txt),
 # and the autograder, which needs otter-grader (the grading extra).
 unit: $(STAMP) dot $(VENV)/.site-installed $(GRADING_STAMP)
-	$(BIN)/python -m pytest -q tests
+	$(BIN)/python -m pytest -q -m "not slow" tests
+
+# The slow tests: the autograder grades the reference of every notebook (full marks
+# expected), which runs each one end to end. Part of make e2e.
+slow: $(STAMP) dot $(GRADING_STAMP)
+	$(BIN)/python -m pytest -q -m slow tests
 
 nbtest: $(STAMP) dot
 	$(BIN)/python -m pytest -q $(NBVAL) $(NOTEBOOKS)
@@ -391,7 +397,7 @@ $(AXE_JS):
 
 # For instructors: the course checked end to end in headless Chromium, in
 # JupyterLab and on the website (so the site is built first).
-e2e: $(STAMP) dot trust site nbtest-zh $(AXE_JS)
+e2e: $(STAMP) dot trust site nbtest-zh slow $(AXE_JS)
 	@tools/ensure_program.sh "$${CHROMIUM:-chromium} chromium-browser google-chrome" chromium "" "Chromium"
 	@tools/ensure_cjk_font.sh
 	@$(BIN)/python -c 'import playwright' 2>/dev/null || $(BIN)/python -m pip install --quiet 'playwright>=1.40'
