@@ -29,7 +29,16 @@ from typing import Any
 
 import numpy as np
 
-from .function import AccumulateGrad, AnomalyError, _describe_nonfinite, _leaf_hooks, _state, gradient_edge
+from .function import (
+    AccumulateGrad,
+    AnomalyError,
+    Part,
+    _describe_nonfinite,
+    _GradMode,
+    _leaf_hooks,
+    _state,
+    gradient_edge,
+)
 from .tensor import Tensor, as_tensor
 
 __all__ = ["backward", "grad", "topological_order", "GradShapeError"]
@@ -159,7 +168,10 @@ def _walk(order: list, seeds: dict, wanted: dict | None, retain_graph: bool,
             g = _run_hooks(node._hooks, g)
         if wanted is not None or node._retain:
             _capture(node, g, wanted, found)
-        in_grads = node.fn.backward(_DiffCtx(node) if create_graph else node, g)
+        if type(g) is not _Parts:
+            in_grads = node.fn.backward(_DiffCtx(node) if create_graph else node, g)
+        else:  # an op with several outputs: one gradient for each
+            in_grads = node.fn.backward(node, *_filled(node, g, create_graph))
         _send(node, in_grads, pending, owned)
         if observed:
             _observe(node, "backward", in_grads, g)
@@ -199,6 +211,9 @@ def _send(node, in_grads: Any, pending: dict, owned: set) -> None:
         if p is None or pg is None:
             continue
         if type(pg) is not _ndarray or pg.dtype.kind == "c":
+            if type(pg) is Part:  # for one output of an op with several
+                _receive(p, pg, pending)
+                continue
             pg = _check_grad_type(node, edges.index(p), pg, p)
         if pg.shape != p.out_shape:  # the input's shape is its node's output shape
             raise GradShapeError(
@@ -218,6 +233,28 @@ def _send(node, in_grads: Any, pending: dict, owned: set) -> None:
 
 
 _ndarray = np.ndarray
+
+
+class _Parts(list):
+    """The gradients of the outputs of an op with several outputs, as they arrive (None: not yet)."""
+
+
+def _receive(node, part: Part, pending: dict) -> None:
+    """Add one output's gradient to what the op's node has received so far."""
+    grads = pending.get(node)
+    if grads is None:
+        grads = pending[node] = _Parts([None] * len(node.outputs))
+    k = part.index
+    grads[k] = part.grad if grads[k] is None else grads[k] + part.grad
+
+
+def _filled(node, grads: _Parts, create_graph: bool) -> list:
+    """One gradient per output: zeros for an output that received none (PyTorch's default)."""
+    if create_graph:
+        raise NotImplementedError(
+            f"'{node.name}' has several outputs: its backward cannot be recorded (create_graph=True); "
+            f"gradients of gradients need ops with one output")
+    return [np.zeros(shape, dtype) if g is None else g for g, (shape, dtype) in zip(grads, node.outputs)]
 
 
 def _as_grads(node, in_grads: Any) -> tuple:
@@ -327,17 +364,36 @@ def _store(found: list) -> None:
     handed_out: set = set()
     for t, g in found:
         old = t.grad
-        if old is not None and old.flags.writeable:
+        if type(old) is Tensor:  # left by backward(create_graph=True): never written into
+            old = old.data
+        elif old is not None and old.flags.writeable:
             old += g  # in place, as PyTorch: a reference to .grad stays current
             continue
         g = _own(g, t.data.dtype, handed_out)
         t.grad = g if old is None else old + g
 
 
+def _store_graph(found: list) -> None:
+    """``backward(create_graph=True)``: each ``.grad`` becomes a Tensor with its graph.
+
+    As in PyTorch, the sum with an existing ``.grad`` is recorded too (out of
+    place), so ``.grad`` can be differentiated as a whole."""
+    _check_grads(found)
+    handed_out: set = set()
+    with _GradMode(True):
+        for t, g in found:
+            if not isinstance(g, Tensor):  # a constant gradient (a VJP that used no input)
+                g = Tensor._make(_own(g, t.data.dtype, handed_out))
+            old = t.grad
+            t.grad = g if old is None else (old if isinstance(old, Tensor) else Tensor._make(old)) + g
+
+
 def _check_grads(found: list) -> None:
     """Raise, before any ``.grad`` changes, if an existing ``.grad`` cannot take its gradient."""
     for t, _ in found:
         old = t.grad
+        if type(old) is Tensor:
+            old = old.data
         if old is not None and (type(old) is not np.ndarray or old.shape != t.data.shape):
             raise RuntimeError(
                 f"backward: the existing .grad of a tensor of shape {t.shape} has shape "
@@ -371,18 +427,21 @@ def backward(tensors: Tensor | Sequence[Tensor], grad_tensors: Any = None,
     ``grad_tensors`` one seed per root. ``inputs`` limits which tensors receive
     ``.grad``. Every ``.grad`` is checked before any changes, so an error leaves
     them all as they were.
+
+    ``.grad`` is a NumPy array, except after ``create_graph=True``: the backward
+    pass is then recorded and each ``.grad`` is a Tensor with its own graph, to
+    be differentiated again (``x.grad.sum().backward()``). A later backward
+    without ``create_graph`` adds its gradient out of place and leaves an array.
+    As in PyTorch, such a ``.grad`` holds a graph that leads back to its own
+    tensor: set it to None when it has been used.
     """
     if retain_graph is None:
         retain_graph = create_graph
-    if create_graph:
-        raise NotImplementedError(
-            "backward: create_graph=True is not supported by backward(); use "
-            "minigrad.grad(output, inputs, create_graph=True), which returns the gradients "
-            "as Tensors that can be differentiated again")
     wanted = None
     if inputs is not None:
         wanted = _wanted("backward", (inputs,) if isinstance(inputs, Tensor) else tuple(inputs))
-    _store(_run(tensors, grad_tensors, wanted, retain_graph, create_graph))
+    found = _run(tensors, grad_tensors, wanted, retain_graph, create_graph)
+    (_store_graph if create_graph else _store)(found)
 
 
 def _wanted(where: str, inputs: tuple) -> dict:

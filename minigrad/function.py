@@ -9,23 +9,27 @@ by side, everything the package knows about it, as one entry of PyTorch's
   pass will need, and only that: ``ctx.needs_input_grad`` says which inputs
   need a gradient;
 * ``backward(ctx, g) -> tuple`` is the vector-Jacobian product (VJP): given
-  ``g = dL/d(output)`` it returns ``dL/d(input)`` for each input (or ``None``);
+  ``g = dL/d(output)`` it returns ``dL/d(input)`` for each input (or ``None``).
+  A ``forward`` that returns a tuple of arrays makes an op with several
+  outputs, as in PyTorch: ``apply`` returns one Tensor per output, and
+  ``backward(ctx, g0, g1, ...)`` gets one gradient per output (zeros for an
+  output that was not used);
 * ``jvp(dots, args, out, **attrs) -> array`` is the forward-mode rule: the
   output's tangent from the inputs' tangents (see ``minigrad.forward``);
 * facts other code asks about: ``elementwise`` (out[i] depends on in[i] only,
   so graph passes may fuse it), ``view`` (the output shares memory with input 0:
   ``True``, or ``"maybe"`` when that depends on the arguments).
 
-``Function.apply`` runs ``forward`` and, when some input requires grad and
-recording is on, makes ``ctx`` a node of the graph: the output's ``grad_fn``.
-It takes four steps: read the inputs' arrays, run ``forward``, wrap the output,
-and link the node (one edge per input, and a :class:`SavedValue` for each
-saved value that is an input's data or the output's, with its version). Hooks, anomaly mode and selective recomputation are off almost always;
-when one is on, ``apply`` takes their own path (``_apply_observed``), which
-adds them around the same four steps. The node keeps what the op saved and its
-edges, never the input or output tensors themselves, as PyTorch's nodes do. The
-engine sees nothing of an op but its node, so it never knows an op by name.
-Grad mode, anomaly mode and hooks are kept per thread.
+``Function.apply`` runs ``forward`` and, when some input requires grad and recording
+is on, makes ``ctx`` a node of the graph: the output's ``grad_fn``. It takes four
+steps: read the inputs' arrays, run ``forward``, wrap the output, and link the node
+(one edge per input, and a :class:`SavedValue` for each saved value that is an
+input's data or the output's, with its version). Hooks, anomaly mode and selective
+recomputation are off almost always; when one is on, ``apply`` takes their own path
+(``_apply_observed``), which adds them around the same four steps. The node keeps
+what the op saved and its edges, never the input or output tensors themselves, as
+PyTorch's nodes do. The engine sees nothing of an op but its node, so it never knows
+an op by name. Grad mode, anomaly mode and hooks are kept per thread.
 """
 
 from __future__ import annotations
@@ -42,7 +46,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-__all__ = ["AnomalyError", "AccumulateGrad", "Context", "Function", "SavedValue", "gradient_edge",
+__all__ = ["AnomalyError", "AccumulateGrad", "Context", "Function", "Output", "SavedValue", "gradient_edge",
            "no_grad", "enable_grad", "set_grad_enabled", "is_grad_enabled", "detect_anomaly",
            "is_anomaly_enabled"]
 
@@ -659,7 +663,9 @@ def _apply(cls: type[Function], inputs: tuple, attrs: dict, forward: Callable):
     ctx.saved = ctx._stamps = ()
     ctx.needs_input_grad = tuple(needs)
     data = forward(ctx, *arrays, **attrs)
-    if type(data) is not _ndarray:  # NumPy reductions return scalars
+    if type(data) is not _ndarray:  # NumPy reductions return scalars; a tuple: several outputs
+        if type(data) is tuple:
+            return _outputs(cls, ctx, inputs, arrays, edges, needs, views, data)
         data = _as_output(ctx, data)
 
     # 3. the output tensor (a view shares its base's version counter)
@@ -702,6 +708,66 @@ def _link(ctx: Context, inputs: tuple, arrays: list, edges: list, out, views: bo
         _check_view_inputs(ctx, inputs)
 
 
+# ------------------------------------------------------------------ several outputs
+
+
+def _outputs(cls: type[Function], ctx: Context, inputs: tuple, arrays: list, edges: list,
+             needs: list, views: bool, results: tuple) -> tuple:
+    """An op whose ``forward`` returned a tuple: one Tensor per output (``torch.autograd.Function``).
+
+    Each output's ``grad_fn`` is a small :class:`Output` node whose one edge leads to
+    the op's node; the engine collects the outputs' gradients there, and the op's
+    ``backward(ctx, g0, g1, ...)`` runs once with one gradient per output (zeros for an
+    output that was not used, as PyTorch's default). A saved output is stamped with
+    its own version, as a single output is.
+    """
+    if cls.view:
+        raise TypeError(f"{cls.name}: an op with several outputs cannot be a view (view = {cls.view!r})")
+    if not results:
+        raise TypeError(f"{cls.name}: forward returned an empty tuple; return an array, or a "
+                        f"tuple of arrays (one per output)")
+    datas = [r if type(r) is _ndarray else _as_output(ctx, r) for r in results]
+    record = True in needs
+    outs = tuple([Tensor._make(d, record) for d in datas])
+    if record:
+        _link(ctx, inputs, arrays, edges, outs[0], views)  # the edges, and the saved inputs' stamps
+        ctx._out = _dead
+        ctx.out_shape = tuple([d.shape for d in datas])
+        ctx.outputs = tuple([(d.shape, d.dtype) for d in datas])
+        ctx._stamps += tuple([_record((v, -1, t._vc, t._vc[0])) for t in outs[1:]
+                              for v in ctx.saved if v is t.data])
+        for k, t in enumerate(outs):
+            node = t.grad_fn = _new(Context)
+            node.fn, node.saved, node._stamps, node.needs_input_grad = Output, (), (), (True,)
+            node.parents, node._refs, node._out, node.out_shape = (ctx,), None, _weakref(t), t.data.shape
+            node.index = k
+    return outs
+
+
+class Output(Function):
+    """The node of one output of an op with several outputs: it passes its gradient on,
+    marked with the output's index, to the op's node."""
+
+    name = "output"
+
+    @staticmethod
+    def forward(ctx, *arrays):
+        raise TypeError("output: this node is made by an op with several outputs, not applied")
+
+    @staticmethod
+    def backward(ctx, g):
+        return (Part(ctx.index, g),)
+
+
+class Part:
+    """The gradient of output ``index`` of an op with several outputs, on its way to the op's node."""
+
+    __slots__ = ("index", "grad")
+
+    def __init__(self, index: int, grad: Any):
+        self.index, self.grad = index, grad
+
+
 class _NoTensor:
     """What a constant input looks like in ``_apply``'s first step (its array comes later)."""
 
@@ -732,6 +798,15 @@ def _apply_observed(cls: type[Function], inputs: tuple, attrs: dict):
     kept = next(state.reuse, None) if state.reuse is not None else None
     forward = cls.forward if kept is None else functools.partial(_forward_kept, cls, kept)
     out = _apply(cls, inputs, attrs, forward)
+    if type(out) is tuple:  # several outputs: only anomaly mode sees them
+        if state.hooks or kept is not None:
+            raise NotImplementedError(
+                f"{cls.name}: an op with several outputs cannot be traced, compiled, run in forward "
+                f"mode, profiled or recomputed selectively (only ops with one output can)")
+        if state.anomaly:
+            for t in out:
+                _check_forward(cls.name, t.data)
+        return out
     ctx = out.grad_fn
     for hook in state.hooks:  # observers: trace, jvp, the memory profiler, count_ops
         hook("forward" if kept is None else "reused", cls, inputs, out, attrs)

@@ -300,6 +300,12 @@ class Optimizer:
 def _check_param(name: str, i: int, p: Tensor, check_finite: bool) -> None:
     """Raise if ``p``'s gradient could not be applied (or, if asked, would make ``p`` NaN or inf)."""
     g, data = p.grad, p.data
+    if isinstance(g, Tensor):
+        raise TypeError(f"{name}.step: {_label(i, p)} (shape {p.shape}) has a grad that is a Tensor "
+                        f"with a graph, as backward(create_graph=True) leaves it; the optimizer "
+                        f"updates from arrays: set p.grad = p.grad.data to step with its values "
+                        f"(minigrad.grad(..., create_graph=True) gives gradients to differentiate "
+                        f"without leaving them in .grad)")
     if type(g) is not np.ndarray and not isinstance(g, np.ndarray):
         raise TypeError(f"{name}.step: {_label(i, p)} (shape {p.shape}) has a grad of type "
                         f"{type(g).__name__}; expected a NumPy array")

@@ -5,6 +5,7 @@ import weakref
 
 import numpy as np
 import pytest
+from conftest import needs_torch, torch
 
 import minigrad as mg
 from minigrad import Tensor
@@ -389,3 +390,86 @@ def test_backward_pauses_the_cycle_collector_and_restores_it():
     with pytest.raises(RuntimeError):  # an error on the way out restores it too
         loss.backward()
     assert gc.isenabled()
+
+
+# ------------------------------------------------------------------ backward(create_graph=True)
+
+
+def _f(w, x):
+    """A small nonlinear loss of w: sum(tanh(x @ w) ** 2)."""
+    return ((x @ w).tanh() ** 2).sum()
+
+
+def test_backward_with_create_graph_leaves_a_differentiable_grad(rng):
+    x = Tensor(rng.standard_normal((4, 3)))
+    w = Tensor(rng.standard_normal((3, 2)), requires_grad=True)
+    _f(w, x).backward(create_graph=True)
+    g = w.grad
+    assert isinstance(g, Tensor) and g.grad_fn is not None and g.requires_grad
+    (expected,) = mg.grad(_f(w, x), w)
+    np.testing.assert_allclose(g.data, expected.data, rtol=1e-12)
+    # A gradient penalty: d/dw sum(grad^2) = 2 H grad, against finite differences of the gradient's norm.
+    penalty = (g * g).sum()
+    w.grad = None
+    penalty.backward()
+    assert type(w.grad) is np.ndarray
+
+    def norm2():
+        (gw,) = mg.grad(_f(w, x), w)
+        return float((gw.data ** 2).sum())
+    np.testing.assert_allclose(w.grad, mg.numerical_grad(norm2, w.data), rtol=1e-6, atol=1e-8)
+
+
+def test_backward_with_create_graph_adds_to_an_existing_grad_out_of_place():
+    x = Tensor([1.0, 2.0, 3.0], requires_grad=True)
+    x.grad = np.array([1.0, 1.0, 1.0])
+    before = x.grad
+    (x ** 3).sum().backward(create_graph=True)
+    assert isinstance(x.grad, Tensor)
+    np.testing.assert_array_equal(before, [1.0, 1.0, 1.0])  # the old array is not written into
+    np.testing.assert_allclose(x.grad.data, [4.0, 13.0, 28.0])
+    # A second backward through the recorded gradient: without create_graph it adds and leaves an array.
+    kept = x.grad
+    kept.sum().backward()
+    assert type(x.grad) is np.ndarray
+    np.testing.assert_allclose(x.grad, [4.0 + 6.0, 13.0 + 12.0, 28.0 + 18.0])
+    np.testing.assert_allclose(kept.data, [4.0, 13.0, 28.0])  # the Tensor .grad was not changed
+
+
+def test_backward_with_create_graph_checks_every_grad_before_changing_one():
+    a = Tensor([1.0, 2.0], requires_grad=True)
+    b = Tensor([3.0, 4.0], requires_grad=True)
+    b.grad = np.zeros(3)  # the wrong shape
+    with pytest.raises(RuntimeError, match=r"existing \.grad .* shape \(2,\) has shape \(3,\)"):
+        (a * b).sum().backward(create_graph=True)
+    assert a.grad is None and b.grad.shape == (3,)
+
+
+def test_an_optimizer_refuses_a_grad_that_is_a_graph_and_changes_nothing():
+    w = Tensor([1.0, 2.0], requires_grad=True)
+    v = Tensor([3.0], requires_grad=True)
+    opt = mg.optim.SGD([v, w], lr=0.1)
+    (v * v).sum().backward()
+    (w ** 2).sum().backward(create_graph=True)
+    with pytest.raises(TypeError, match=r"SGD\.step: .*shape \(2,\).* a Tensor with a graph.*"
+                                        r"create_graph=True.*p\.grad = p\.grad\.data"):
+        opt.step()
+    np.testing.assert_array_equal(v.data, [3.0])  # the other parameter was not updated either
+    w.grad = w.grad.data
+    opt.step()
+    np.testing.assert_allclose(w.data, [0.8, 1.6])
+
+
+@needs_torch
+@pytest.mark.filterwarnings("ignore:Using backward\\(\\) with create_graph=True")
+def test_backward_with_create_graph_beside_pytorch(rng):
+    xa, wa = rng.standard_normal((4, 3)), rng.standard_normal((3, 2))
+    x, w = Tensor(xa), Tensor(wa, requires_grad=True)
+    _f(w, x).backward(create_graph=True)
+    first = w.grad.data.copy()
+    (w.grad * w.grad).sum().backward()
+    xt, wt = torch.tensor(xa), torch.tensor(wa, requires_grad=True)
+    (torch.tanh(xt @ wt) ** 2).sum().backward(create_graph=True)
+    np.testing.assert_allclose(first, wt.grad.detach().numpy(), rtol=1e-12)
+    (wt.grad * wt.grad).sum().backward()
+    np.testing.assert_allclose(w.grad, wt.grad.detach().numpy(), rtol=1e-12)

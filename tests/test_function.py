@@ -2,6 +2,7 @@
 
 import numpy as np
 import pytest
+from conftest import needs_torch, torch
 
 import minigrad as mg
 from minigrad import Tensor, numerical_grad
@@ -108,3 +109,133 @@ def test_a_vjp_may_return_one_gradient_bare_but_not_the_wrong_number():
     with pytest.raises(TypeError, match=r"'times' backward returned 1 gradient, but the op has 2 input"):
         Times.apply(x, x).sum().backward()
     assert x.grad is None
+
+
+# ------------------------------------------------------------------ an op with several outputs
+
+
+class SinCos(mg.Function):
+    """x -> (sin x, cos x): one node, two outputs; saves x and its second output."""
+
+    name = "sincos"
+
+    @staticmethod
+    def forward(ctx, x):
+        c = np.cos(x)
+        ctx.save_for_backward(x, c)
+        return np.sin(x), c
+
+    @staticmethod
+    def backward(ctx, g_sin, g_cos):
+        x, c = ctx.saved
+        return (g_sin * c - g_cos * np.sin(x),)
+
+
+def _x():
+    return Tensor([0.1, 0.5, 2.0, -1.3], requires_grad=True)
+
+
+def test_an_op_with_two_outputs_runs_its_backward_once_with_both_gradients():
+    x = _x()
+    s, c = SinCos.apply(x)
+    np.testing.assert_allclose(s.data, np.sin(x.data))
+    np.testing.assert_allclose(c.data, np.cos(x.data))
+    assert s.grad_fn.parents == c.grad_fn.parents == (s.grad_fn.parents[0],)
+    calls = []
+    SinCos.backward, original = staticmethod(lambda ctx, a, b: calls.append(1) or original(ctx, a, b)), \
+        SinCos.backward
+    try:
+        (s * s * 3 + c * 2 + s * c).sum().backward()
+    finally:
+        SinCos.backward = staticmethod(original)
+    assert calls == [1]
+
+    def f():
+        return float((3 * np.sin(x.data) ** 2 + 2 * np.cos(x.data) + np.sin(x.data) * np.cos(x.data)).sum())
+    np.testing.assert_allclose(x.grad, numerical_grad(f, x.data), rtol=1e-7, atol=1e-9)
+
+
+def test_an_unused_output_gets_a_zero_gradient():
+    x = _x()
+    s, c = SinCos.apply(x)
+    c.sum().backward()
+    np.testing.assert_allclose(x.grad, -np.sin(x.data))
+    x2 = _x()
+    s2, _ = SinCos.apply(x2)
+    s2.sum().backward()
+    np.testing.assert_allclose(x2.grad, np.cos(x2.data))
+
+
+def test_an_op_with_two_outputs_passes_gradcheck_and_keeps_hooks_and_retain_grad():
+    x = _x()
+    mg.gradcheck(lambda t: (SinCos.apply(t)[0] * SinCos.apply(t)[1] ** 3).sum(), x)
+    s, c = SinCos.apply(x)
+    c.retain_grad()
+    seen = []
+    s.register_hook(lambda g: seen.append(g.data.copy()))
+    (s * 5 + c * 7).sum().backward()
+    np.testing.assert_allclose(c.grad, np.full(4, 7.0))
+    np.testing.assert_allclose(seen[0], np.full(4, 5.0))
+
+
+def test_a_saved_output_changed_in_place_is_caught():
+    x = _x()
+    s, c = SinCos.apply(x)
+    loss = (s + c).sum()
+    with mg.no_grad():
+        c.add_(1.0)
+    with pytest.raises(RuntimeError, match=r"'sincos' saved for backward was modified in place: its "
+                                           r"output \(shape \(4,\)\) is at version 1, but version 0"):
+        loss.backward()
+    assert x.grad is None
+
+
+def test_an_op_with_two_outputs_and_no_input_needing_grad_records_nothing():
+    s, c = SinCos.apply(Tensor([1.0, 2.0]))
+    assert s.grad_fn is None and c.grad_fn is None and not s.requires_grad
+
+
+def test_an_op_with_two_outputs_refuses_what_it_does_not_support():
+    x = _x()
+    s, _ = SinCos.apply(x)
+    with pytest.raises(NotImplementedError, match=r"'sincos' has several outputs: .*create_graph=True"):
+        mg.grad(s.sum(), x, create_graph=True)
+    with pytest.raises(NotImplementedError, match=r"sincos: an op with several outputs cannot be traced"):
+        mg.trace(lambda t: SinCos.apply(t)[0].sum(), x)
+
+    class Empty(SinCos):
+        name = "empty"
+
+        @staticmethod
+        def forward(ctx, x):
+            return ()
+    with pytest.raises(TypeError, match=r"empty: forward returned an empty tuple"):
+        Empty.apply(x)
+
+
+@needs_torch
+def test_an_op_with_two_outputs_beside_pytorch():
+    class TorchSinCos(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            c = torch.cos(x)
+            ctx.save_for_backward(x, c)
+            return torch.sin(x), c
+
+        @staticmethod
+        def backward(ctx, g_sin, g_cos):
+            x, c = ctx.saved_tensors
+            return g_sin * c - g_cos * torch.sin(x)
+
+    xa = np.array([0.1, 0.5, 2.0, -1.3])
+    x, xt = Tensor(xa, requires_grad=True), torch.tensor(xa, requires_grad=True)
+    s, c = SinCos.apply(x)
+    st, ct = TorchSinCos.apply(xt)
+    (s * c * 3 + s).sum().backward()
+    (st * ct * 3 + st).sum().backward()
+    np.testing.assert_allclose(x.grad, xt.grad.numpy(), rtol=1e-14)
+    # only the first output used: PyTorch, too, fills the other's gradient with zeros
+    x.grad, xt.grad = None, None
+    SinCos.apply(x)[0].sum().backward()
+    TorchSinCos.apply(xt)[0].sum().backward()
+    np.testing.assert_allclose(x.grad, xt.grad.numpy(), rtol=1e-14)
