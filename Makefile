@@ -9,14 +9,14 @@
 #   make site     the website: README and notebooks as saved, in build/site/ (nothing is run);
 #                 the Chinese edition in build/site/zh/
 #   make e2e      instructors: the course in JupyterLab and the website, in headless Chromium;
-#                 also the Chinese notebooks under strict nbval (make nbtest-zh) and the slow tests (make slow)
+#                 also the Chinese notebooks under strict nbval (make nbtest-zh) and the autograder on every notebook (make slow)
 #   make i18n-status  what the Chinese edition still needs translated (tools/i18n.py)
 #   make lint     ruff on the package, the tests and the notebooks
 #   make torch    add PyTorch's CPU build to .venv (the labs do it too; enables the comparisons)
 #   make student  write build/student/: exercises blanked, outputs cleared
 #   make assign   instructors: student notebooks and otter-grader autograders, in build/assign/
 #   make grade SUBMISSIONS=dir  instructors: grade dir/<student>/<notebook>.ipynb into build/grades/
-#   make slow     the slow tests: the autograder gives every reference notebook full marks (in e2e)
+#   make slow     the slowest test: the autograder gives every reference notebook full marks (in e2e)
 #   make publish-student  write student/ and zh/ (committed, for Colab links) from notebooks/ and i18n/zh/
 #   make colab    insert or update every notebook's set-up cell (tools/colab.py)
 #   make bench    time minigrad against hand-written NumPy (and PyTorch): benchmarks/RESULTS.md
@@ -143,12 +143,12 @@ test: unit nbtest
 # The unit tests also test the website's alt text, which needs its tools (docs/requirements.txt),
 # and the autograder, which needs otter-grader (the grading extra).
 unit: $(STAMP) dot $(VENV)/.site-installed $(GRADING_STAMP)
-	$(BIN)/python -m pytest -q -m "not slow" tests
+	$(BIN)/python -m pytest -q -m "not whole_course" tests
 
-# The slow tests: the autograder grades the reference of every notebook (full marks
+# The slowest test: the autograder grades the reference of every notebook (full marks
 # expected), which runs each one end to end. Part of make e2e.
 slow: $(STAMP) dot $(GRADING_STAMP)
-	$(BIN)/python -m pytest -q -m slow tests
+	$(BIN)/python -m pytest -q -m whole_course tests
 
 nbtest: $(STAMP) dot
 	$(BIN)/python -m pytest -q $(NBVAL) $(NOTEBOOKS)

@@ -35,6 +35,11 @@ _NEEDS = {"test_benchmarks.py": "benchmarks", "test_build.py": "Makefile", "test
 collect_ignore = [name for name, need in _NEEDS.items() if not (ROOT / need).exists()]
 
 
+def pytest_configure(config):
+    config.addinivalue_line("markers", "whole_course: grades every notebook end to end, too slow for make "
+                                       "test (make slow, part of make e2e; deselect with -m 'not whole_course')")
+
+
 def pytest_report_header(config):
     if collect_ignore:
         return (f"not a checkout of the course: {len(collect_ignore)} test modules of its notebooks, tools "

@@ -9,7 +9,7 @@ that is not a notebook, and a student who handed nothing in.
 Every notebook with exercises has its questions in grading/: each calls the
 notebook's check module (minigrad.checks.nbNN), the visible test as the
 notebook does, the hidden ones on inputs of their own; none repeats a check's
-logic. A slow test grades the reference of every notebook: full marks.
+logic. The slowest test (make slow, in make e2e) grades the reference of every notebook: full marks.
 """
 
 import csv
@@ -264,7 +264,7 @@ def test_a_hidden_test_calls_its_check_on_inputs_the_notebook_does_not_use():
                     f"{folder.name}/{name}: hidden test {tc.name} repeats the visible check"
 
 
-@pytest.mark.slow
+@pytest.mark.whole_course
 def test_the_reference_of_every_notebook_gets_full_marks(tmp_path):
     graded_dirs = [d for d in (ROOT / "grading").iterdir() if d.is_dir()]
     zips = grade.assign(tmp_path / "assign")
