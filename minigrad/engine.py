@@ -222,14 +222,20 @@ def _send(node, in_grads: Any, pending: dict, owned: set) -> None:
         prev = pending.get(p)
         if prev is None:
             pending[p] = pg
-        elif p in owned:
-            prev += pg  # our own array: add in place, no new allocation
-        else:
-            # A VJP's result may be shared (add hands one g to both inputs)
-            # or read-only (a broadcast view): never write into it.
-            total = pending[p] = prev + pg
-            if type(total) is _ndarray:
-                owned.add(p)
+        else:  # the node's second consumer (or later): add up
+            _accumulate(p, prev, pg, pending, owned)
+
+
+def _accumulate(p, prev: Any, pg: Any, pending: dict, owned: set) -> None:
+    """Add ``pg`` to the gradient ``p`` has received so far, ``prev``."""
+    if p in owned:
+        prev += pg  # our own array: add in place, no new allocation
+    else:
+        # A VJP's result may be shared (add hands one g to both inputs)
+        # or read-only (a broadcast view): never write into it.
+        total = pending[p] = prev + pg
+        if type(total) is _ndarray:
+            owned.add(p)
 
 
 _ndarray = np.ndarray

@@ -639,18 +639,18 @@ class Function:
 def _apply(cls: type[Function], inputs: tuple, attrs: dict, forward: Callable):
     """The four steps of recording an op; returns its output."""
     # 1. the inputs' arrays, and the edge a gradient would take back to each
-    enabled, constants, views = _state.grad_enabled, False, False
+    enabled, constants, views = _state.grad_enabled, 0, False
     arrays, needs, edges = [], [], []
     for t in inputs:
         if not isinstance(t, Tensor):
-            constants = True  # a number or an array: a constant, converted below
+            constants += 1  # a number or an array: a constant, converted below
             t = _NO_TENSOR
         elif t._view is not None:
             views = True  # checked in step 4
         arrays.append(t.data)
         if t.requires_grad and enabled:
             needs.append(True)
-            edges.append(t.grad_fn or t._acc() or gradient_edge(t))
+            edges.append(t.grad_fn or gradient_edge(t))  # its node, or its leaf's accumulator
         else:
             needs.append(False)
             edges.append(None)
@@ -679,16 +679,21 @@ def _apply(cls: type[Function], inputs: tuple, attrs: dict, forward: Callable):
     # 4. the node: its edges, and a record of each saved input or output
     if record:
         out.grad_fn = ctx
-        _link(ctx, inputs, arrays, edges, out, views)
+        _link(ctx, inputs, arrays, edges, out, views, constants)
     return out
 
 
-def _link(ctx: Context, inputs: tuple, arrays: list, edges: list, out, views: bool) -> None:
+def _link(ctx: Context, inputs: tuple, arrays: list, edges: list, out, views: bool,
+          constants: int) -> None:
     """Make ``ctx`` the output's node: its edges, and a SavedValue for each saved value
     that is an input's data or the output's (with its version, so that an in-place
-    change before backward is caught)."""
+    change before backward is caught). ``constants`` counts the inputs that were
+    numbers or arrays: the other inputs without an edge are Tensors, kept weakly."""
     ctx.parents = tuple(edges)
-    ctx._refs = None if None not in edges else _weak_refs(inputs, edges)
+    if None not in edges or edges.count(None) == constants:  # no Tensor input without an edge
+        ctx._refs = None
+    else:
+        ctx._refs = _weak_refs(inputs, edges)
     ctx._out = _weakref(out)
     ctx.out_shape = out.data.shape
     stamps = []
@@ -730,18 +735,24 @@ def _outputs(cls: type[Function], ctx: Context, inputs: tuple, arrays: list, edg
     record = True in needs
     outs = tuple([Tensor._make(d, record) for d in datas])
     if record:
-        _link(ctx, inputs, arrays, edges, outs[0], views)  # the edges, and the saved inputs' stamps
+        _link(ctx, inputs, arrays, edges, outs[0], views, 0)  # the edges, and the saved inputs' stamps
         ctx._out = _dead
         ctx.out_shape = tuple([d.shape for d in datas])
         ctx.outputs = tuple([(d.shape, d.dtype) for d in datas])
-        ctx._stamps += tuple([_record((v, -1, t._vc, t._vc[0])) for t in outs[1:]
-                              for v in ctx.saved if v is t.data])
-        for k, t in enumerate(outs):
-            node = t.grad_fn = _new(Context)
-            node.fn, node.saved, node._stamps, node.needs_input_grad = Output, (), (), (True,)
-            node.parents, node._refs, node._out, node.out_shape = (ctx,), None, _weakref(t), t.data.shape
-            node.index = k
+        _output_nodes(ctx, outs)
     return outs
+
+
+def _output_nodes(ctx: Context, outs: tuple) -> None:
+    """Stamp the saved outputs after the first (``_link`` did the first), and give each
+    output its :class:`Output` node, whose one edge leads to the op's node ``ctx``."""
+    ctx._stamps += tuple([_record((v, -1, t._vc, t._vc[0])) for t in outs[1:]
+                          for v in ctx.saved if v is t.data])
+    for k, t in enumerate(outs):
+        node = t.grad_fn = _new(Context)
+        node.fn, node.saved, node._stamps, node.needs_input_grad = Output, (), (), (True,)
+        node.parents, node._refs, node._out, node.out_shape = (ctx,), None, _weakref(t), t.data.shape
+        node.index = k
 
 
 class Output(Function):
@@ -799,14 +810,7 @@ def _apply_observed(cls: type[Function], inputs: tuple, attrs: dict):
     forward = cls.forward if kept is None else functools.partial(_forward_kept, cls, kept)
     out = _apply(cls, inputs, attrs, forward)
     if type(out) is tuple:  # several outputs: only anomaly mode sees them
-        if state.hooks or kept is not None:
-            raise NotImplementedError(
-                f"{cls.name}: an op with several outputs cannot be traced, compiled, run in forward "
-                f"mode, profiled or recomputed selectively (only ops with one output can)")
-        if state.anomaly:
-            for t in out:
-                _check_forward(cls.name, t.data)
-        return out
+        return _observed_outputs(cls, out, state, kept)
     ctx = out.grad_fn
     for hook in state.hooks:  # observers: trace, jvp, the memory profiler, count_ops
         hook("forward" if kept is None else "reused", cls, inputs, out, attrs)
@@ -816,6 +820,17 @@ def _apply_observed(cls: type[Function], inputs: tuple, attrs: dict):
             ctx.created_frame = _user_frame_summary()
             ctx.created_at = _format_frame(ctx.created_frame)
     return out
+
+
+def _observed_outputs(cls: type[Function], outs: tuple, state, kept) -> tuple:
+    if state.hooks or kept is not None:
+        raise NotImplementedError(
+            f"{cls.name}: an op with several outputs cannot be traced, compiled, run in forward "
+            f"mode, profiled or recomputed selectively (only ops with one output can)")
+    if state.anomaly:
+        for t in outs:
+            _check_forward(cls.name, t.data)
+    return outs
 
 
 def _forward_kept(cls: type[Function], kept: np.ndarray, ctx: Context, *arrays, **attrs):
@@ -836,8 +851,11 @@ def _constant_tensors(cls: type[Function], inputs: tuple) -> tuple:
 def _constant_arrays(cls: type[Function], inputs: tuple, arrays: list) -> None:
     """Numbers and arrays among the inputs become arrays in the float dtype of the first
     tensor beside them (float64 if there is none). No Tensor or node is made for them."""
-    like = next((t for t in inputs if isinstance(t, Tensor)), None)
-    dt = like.data.dtype if like is not None else np.float64
+    dt = np.float64
+    for t in inputs:
+        if isinstance(t, Tensor):
+            dt = t.data.dtype
+            break
     for i, v in enumerate(inputs):
         if not isinstance(v, Tensor):
             arrays[i] = _constant(cls.name, v, dt)

@@ -36,8 +36,8 @@ collect_ignore = [name for name, need in _NEEDS.items() if not (ROOT / need).exi
 
 
 def pytest_configure(config):
-    config.addinivalue_line("markers", "whole_course: grades every notebook end to end, too slow for make "
-                                       "test (make slow, part of make e2e; deselect with -m 'not whole_course')")
+    config.addinivalue_line("markers", "whole_course: grades every notebook end to end, too slow for "
+                                       "make test (make slow, part of make e2e)")
 
 
 def pytest_report_header(config):
