@@ -249,7 +249,7 @@ def _receive(node, part: Part, pending: dict) -> None:
     """Add one output's gradient to what the op's node has received so far."""
     grads = pending.get(node)
     if grads is None:
-        grads = pending[node] = _Parts([None] * len(node.outputs))
+        grads = pending[node] = _Parts([None] * len(node.out_shape))  # one shape per output
     k = part.index
     grads[k] = part.grad if grads[k] is None else grads[k] + part.grad
 
@@ -260,7 +260,8 @@ def _filled(node, grads: _Parts, create_graph: bool) -> list:
         raise NotImplementedError(
             f"'{node.name}' has several outputs: its backward cannot be recorded (create_graph=True); "
             f"gradients of gradients need ops with one output")
-    return [np.zeros(shape, dtype) if g is None else g for g, (shape, dtype) in zip(grads, node.outputs)]
+    return [np.zeros(shape, dtype) if g is None else g
+            for g, shape, dtype in zip(grads, node.out_shape, node.out_dtypes)]
 
 
 def _as_grads(node, in_grads: Any) -> tuple:

@@ -738,7 +738,7 @@ def _outputs(cls: type[Function], ctx: Context, inputs: tuple, arrays: list, edg
         _link(ctx, inputs, arrays, edges, outs[0], views, 0)  # the edges, and the saved inputs' stamps
         ctx._out = _dead
         ctx.out_shape = tuple([d.shape for d in datas])
-        ctx.outputs = tuple([(d.shape, d.dtype) for d in datas])
+        ctx.out_dtypes = tuple([d.dtype for d in datas])
         _output_nodes(ctx, outs)
     return outs
 
