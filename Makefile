@@ -45,10 +45,12 @@ export OMP_NUM_THREADS ?= 1
 export OPENBLAS_NUM_THREADS ?= 1
 export MKL_NUM_THREADS ?= 1
 
-.PHONY: test unit slow nbtest lab site e2e execute lint torch student bench clean distclean venv dot trust help \
+.PHONY: test unit slow grading-check nbtest lab site e2e execute lint torch student bench clean distclean venv dot trust help \
         publish-student colab assign grade
 .PHONY: zh nbtest-zh i18n-status
 .DEFAULT_GOAL := help
+# Several targets install into the one .venv: never two at once, even under make -j.
+.NOTPARALLEL:
 
 help:
 	@sed -n '/^#   make /p' Makefile | sed 's/^# \{0,1\}//'
@@ -142,13 +144,13 @@ test: unit nbtest
 
 # The unit tests also test the website's alt text, which needs its tools (docs/requirements.txt),
 # and the autograder, which needs otter-grader (the grading extra).
-unit: $(STAMP) dot $(VENV)/.site-installed $(GRADING_STAMP)
-	$(BIN)/python -m pytest -q -m "not whole_course" tests
+unit: $(STAMP) dot $(VENV)/.site-installed grading-check
+	$(BIN)/python -m pytest -q -rs -m "not whole_course" tests
 
 # The slowest test: the autograder grades the reference of every notebook (full marks
 # expected), which runs each one end to end. Part of make e2e.
-slow: $(STAMP) dot $(GRADING_STAMP)
-	$(BIN)/python -m pytest -q -m whole_course tests
+slow: $(STAMP) dot grading-check
+	$(BIN)/python -m pytest -q -rs -m whole_course tests/test_grade.py
 
 nbtest: $(STAMP) dot
 	$(BIN)/python -m pytest -q $(NBVAL) $(NOTEBOOKS)
@@ -232,13 +234,17 @@ command = [a.replace("{port}", str(port)) for a in command]
 # Ctrl-C is for the server (it asks before it stops); this process waits for it.
 signal.signal(signal.SIGINT, lambda *_: None)
 server = subprocess.Popen(command, env=env, stderr=subprocess.PIPE, text=True, bufsize=1)
-# The server's log is passed on, less the line about the self-check's own refused request.
+# The server's log is passed on, less the lines about the self-check's own refused
+# request: its access line, and the "wrote error: 'Forbidden'" the server writes for
+# any refused API request (dropped only until the self-check has been answered).
 CHECK = "/api/contents?course-self-check"
+checking = threading.Event()
+checking.set()
 
 
 def relay():
     for line in server.stderr:
-        if CHECK not in line:
+        if CHECK not in line and not (checking.is_set() and "wrote error: 'Forbidden'" in line):
             sys.stderr.write(line)
             sys.stderr.flush()
 
@@ -257,6 +263,8 @@ while server.poll() is None and time.monotonic() < deadline:
     except OSError:
         continue
     if status in (401, 403):
+        time.sleep(0.2)  # the server logs the refusal just after answering: let the relay drop it
+        checking.clear()
         print(f"\n    The course is at  {url}\n    (Ctrl-C stops the server.)\n", flush=True)
         break
     print(f"\nmake: the server answered a request without the token (HTTP {status}); stopping it.",
@@ -467,7 +475,17 @@ $(GRADING_STAMP): $(STAMP) pyproject.toml
 	  else 'tomli'); print('\n'.join(t.load(open('pyproject.toml', 'rb'))['project']['optional-dependencies']['grading']))" \
 	  > build/grading-requirements.txt
 	$(BIN)/python -m pip install --quiet $(if $(CONSTRAINTS),-c $(CONSTRAINTS)) -r build/grading-requirements.txt
+	@# Installed is not enough: otter must import (in a fresh process), else reinstall it once.
+	@$(BIN)/python -c 'import otter' || { \
+	  echo "otter-grader does not import (above); reinstalling the grading extra." >&2; \
+	  $(BIN)/python -m pip install --quiet --force-reinstall $(if $(CONSTRAINTS),-c $(CONSTRAINTS)) \
+	    -r build/grading-requirements.txt && $(BIN)/python -c 'import otter'; }
 	@touch $@
+
+# The stamp says the grading extra was installed; this checks that it still imports
+# (a venv changed since, by hand or by another install), and installs it again if not.
+grading-check: $(GRADING_STAMP)
+	@$(BIN)/python -c 'import otter' 2>/dev/null || { rm -f $(GRADING_STAMP); $(MAKE) --no-print-directory $(GRADING_STAMP); }
 
 assign: $(GRADING_STAMP)
 	$(BIN)/python tools/grade.py assign --out build/assign

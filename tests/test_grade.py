@@ -13,6 +13,7 @@ logic. The slowest test (make slow, in make e2e) grades the reference of every n
 """
 
 import csv
+import importlib.util
 import inspect
 import json
 import pathlib
@@ -26,7 +27,11 @@ pytestmark = [
     pytest.mark.skipif(not NB.exists() or not (ROOT / "grading").is_dir(),
                        reason="the notebooks and grading/ are not here (an sdist?)"),
 ]
-otter = pytest.importorskip("otter", reason="otter-grader is not installed: pip install '.[grading]'")
+# Not installed: skip (pip install '.[grading]'). Installed but broken: fail, with the error.
+if importlib.util.find_spec("otter") is None:
+    pytest.skip("otter-grader is not installed: pip install '.[grading]'", allow_module_level=True)
+import otter  # noqa: E402,F401
+
 sys.path.insert(0, str(ROOT / "tools"))
 import grade  # noqa: E402
 import make_student  # noqa: E402
