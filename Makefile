@@ -350,8 +350,11 @@ MATHJAX_DIR    := build/site-static/mathjax
 # accessibility tools of its menu (and their speech rules).
 MATHJAX_FILES  := tex-mml-chtml.js input output/chtml a11y sre ui
 
+# With the constraints, so that the website's tools never move a package the course pinned
+# (the tools themselves are not pinned; without a fit, they are installed unconstrained).
 $(SITE_STAMP): $(STAMP) docs/requirements.txt
-	$(BIN)/python -m pip install --quiet -r docs/requirements.txt
+	$(BIN)/python -m pip install --quiet $(if $(CONSTRAINTS),-c $(CONSTRAINTS)) -r docs/requirements.txt || \
+	  $(BIN)/python -m pip install --quiet -r docs/requirements.txt
 	@touch $@
 
 $(MATHJAX_DIR)/tex-mml-chtml.js:
