@@ -234,17 +234,19 @@ command = [a.replace("{port}", str(port)) for a in command]
 # Ctrl-C is for the server (it asks before it stops); this process waits for it.
 signal.signal(signal.SIGINT, lambda *_: None)
 server = subprocess.Popen(command, env=env, stderr=subprocess.PIPE, text=True, bufsize=1)
-# The server's log is passed on, less the lines about the self-check's own refused
-# request: its access line, and the "wrote error: 'Forbidden'" the server writes for
-# any refused API request (dropped only until the self-check has been answered).
+# The server's log is passed on, less the two lines of the self-check's own refused
+# request: its access line, and the first "wrote error: 'Forbidden'" (the server writes
+# one for every refused API request; the self-check's is the first, and later ones show).
 CHECK = "/api/contents?course-self-check"
-checking = threading.Event()
-checking.set()
+REFUSED = "wrote error: 'Forbidden'"
 
 
 def relay():
+    own_refusal = True
     for line in server.stderr:
-        if CHECK not in line and not (checking.is_set() and "wrote error: 'Forbidden'" in line):
+        if own_refusal and REFUSED in line:
+            own_refusal = False
+        elif CHECK not in line:
             sys.stderr.write(line)
             sys.stderr.flush()
 
@@ -263,8 +265,6 @@ while server.poll() is None and time.monotonic() < deadline:
     except OSError:
         continue
     if status in (401, 403):
-        time.sleep(0.2)  # the server logs the refusal just after answering: let the relay drop it
-        checking.clear()
         print(f"\n    The course is at  {url}\n    (Ctrl-C stops the server.)\n", flush=True)
         break
     print(f"\nmake: the server answered a request without the token (HTTP {status}); stopping it.",
@@ -478,19 +478,18 @@ $(GRADING_STAMP): $(STAMP) pyproject.toml
 	  else 'tomli'); print('\n'.join(t.load(open('pyproject.toml', 'rb'))['project']['optional-dependencies']['grading']))" \
 	  > build/grading-requirements.txt
 	$(BIN)/python -m pip install --quiet $(if $(CONSTRAINTS),-c $(CONSTRAINTS)) -r build/grading-requirements.txt
-	@# Installed is not enough: otter must import (in a fresh process), else reinstall it once.
+	@touch $@
+
+# Installed is not enough: otter must import, in a fresh process (an install can be broken,
+# or the venv changed since). If it does not, its error is shown and the grading extra is
+# reinstalled once; if it still does not, make stops with the error.
+grading-check: $(GRADING_STAMP)
 	@$(BIN)/python -c 'import otter' || { \
 	  echo "otter-grader does not import (above); reinstalling the grading extra." >&2; \
 	  $(BIN)/python -m pip install --quiet --force-reinstall $(if $(CONSTRAINTS),-c $(CONSTRAINTS)) \
 	    -r build/grading-requirements.txt && $(BIN)/python -c 'import otter'; }
-	@touch $@
 
-# The stamp says the grading extra was installed; this checks that it still imports
-# (a venv changed since, by hand or by another install), and installs it again if not.
-grading-check: $(GRADING_STAMP)
-	@$(BIN)/python -c 'import otter' 2>/dev/null || { rm -f $(GRADING_STAMP); $(MAKE) --no-print-directory $(GRADING_STAMP); }
-
-assign: $(GRADING_STAMP)
+assign: grading-check
 	$(BIN)/python tools/grade.py assign --out build/assign
 
 grade: assign
