@@ -14,7 +14,9 @@ import numpy as np
 import pytest
 
 import minigrad
+import minigrad.inspect
 from minigrad.checks import nb03
+from minigrad.engine import topological_order as early_topological_order  # bound before any check runs
 from minigrad.function import AccumulateGrad
 
 
@@ -91,11 +93,14 @@ def test_alternative_orders_pass(alternative):
     (recursive, "RecursionError: your function recursed"),
     (lambda r: list(reversed(minigrad.topological_order(r))), "called minigrad.topological_order"),
     (lambda r: list(reversed(minigrad.topological_order(r.grad_fn))), "called minigrad.topological_order"),
+    (lambda r: list(reversed(early_topological_order(r.grad_fn))), "called minigrad.topological_order"),
+    (lambda r: list(reversed(minigrad.inspect.topological_order(r.grad_fn))),
+     "called minigrad.topological_order"),
     (lambda r: counting(r, skip_leaves=True), "AccumulateGrad nodes included"),
     (breadth_first, "comes before its consumer"),
     (lambda r: counting(r)[::-1], "not with root.grad_fn|comes before its consumer"),
 ], ids=["consumers-lifo", "consumers-fifo", "release-per-consumer", "recursive", "bypass", "bypass-node",
-        "no-leaves", "bfs", "reversed"])
+        "bypass-imported-early", "bypass-inspect", "no-leaves", "bfs", "reversed"])
 def test_wrong_orders_are_named(wrong, phrase):
     with pytest.raises(AssertionError, match=phrase):
         nb03.check_order(wrong)

@@ -92,7 +92,10 @@ class Tripwire:
 
     ``with tripwire.armed(): ...`` replaces ``minigrad.topological_order`` (and the
     engine module's) by the tripwire, which still answers; ``tripwire.called`` then
-    says whether the code asked it.
+    says whether the code asked it. A call that does not go through those two names
+    (a name imported before the check, ``minigrad.inspect.topological_order``, or a
+    package function that walks the graph with it) is noted too: while armed, a
+    profile function (``sys.setprofile``) watches for the engine's function itself.
     """
 
     def __init__(self):
@@ -107,9 +110,20 @@ class Tripwire:
         import minigrad
 
         from .. import engine
+        target = _topological_order.__code__
+        previous = sys.getprofile()
+
+        def watch(frame, event, arg):
+            if event == "call" and frame.f_code is target:
+                self.called = True
+            if previous is not None:
+                previous(frame, event, arg)
+
         saved = minigrad.topological_order, engine.topological_order
         minigrad.topological_order = engine.topological_order = self
+        sys.setprofile(watch)
         try:
             yield self
         finally:
+            sys.setprofile(previous)
             minigrad.topological_order, engine.topological_order = saved

@@ -36,7 +36,7 @@ import minigrad as mg
 from minigrad import Tensor
 from minigrad.function import AccumulateGrad
 
-from ._op_checks import attempt
+from ._op_checks import Tripwire, attempt
 
 
 def _branchy(x):
@@ -116,20 +116,11 @@ def order_problem(order, root) -> str | None:
 
 
 def _no_package_order(f, root):
-    """f(root), with minigrad.topological_order refusing to be called meanwhile."""
-    calls = []
-    original = mg.topological_order
-
-    def refused(*args, **kwargs):
-        calls.append(1)
-        return original(*args, **kwargs)
-
-    mg.topological_order = refused
-    try:
+    """f(root), failing if it asked minigrad.topological_order (by any name) for the order."""
+    tripwire = Tripwire()
+    with tripwire.armed():
         out = f(root)
-    finally:
-        mg.topological_order = original
-    assert not calls, (
+    assert not tripwire.called, (
         "reverse_topological called minigrad.topological_order: Q2 asks for Kahn's algorithm. Count "
         "the consumers of every node in a first walk, then release a node once all of them are done"
     )
