@@ -34,7 +34,7 @@ from .compiling import compile  # noqa: A004 (minigrad.compile, as torch.compile
 from .checkpointing import Plan, checkpoint, checkpoint_sequential, plan_segments, sqrt_plan, uniform_plan
 from .engine import backward, grad, topological_order
 from .forward import jacfwd, jvp
-from .function import (AnomalyError, Context, Function, SavedValue, detect_anomaly, enable_grad,
+from .function import (AnomalyError, Context, Function, SavedValue, ShapeError, detect_anomaly, enable_grad,
                        is_grad_enabled, no_grad, set_grad_enabled)
 from .gradcheck import GradcheckError, gradcheck, numerical_grad
 from .hessians import hessian, hvp
@@ -49,7 +49,7 @@ __version__ = "0.1.0"
 
 __all__ = ["Tensor", "as_tensor", "Function", "Context", "backward", "grad",
            "topological_order", "no_grad", "enable_grad", "is_grad_enabled",
-           "detect_anomaly", "AnomalyError", "SavedValue", "set_grad_enabled", "gradcheck", "numerical_grad",
+           "detect_anomaly", "AnomalyError", "ShapeError", "SavedValue", "set_grad_enabled", "gradcheck", "numerical_grad",
            "GradcheckError", "trace", "StaticGraph", "nn", "optim", "random", "reference",
            "data", "metrics", "inspect", "saved_values", "saved_memory", "format_saved",
            "jacobian", "numerical_jacobian", "vjp", "jacobian_nbytes", "jvp", "jacfwd",

@@ -33,6 +33,7 @@ from .function import (
     AccumulateGrad,
     AnomalyError,
     Part,
+    ShapeError,
     _describe_nonfinite,
     _GradMode,
     _leaf_hooks,
@@ -44,7 +45,7 @@ from .tensor import Tensor, as_tensor
 __all__ = ["backward", "grad", "topological_order", "GradShapeError"]
 
 
-class GradShapeError(RuntimeError, ValueError):
+class GradShapeError(ShapeError):
     """A gradient of the wrong shape: a RuntimeError, as PyTorch raises (and a ValueError)."""
 
 

@@ -46,7 +46,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-__all__ = ["AnomalyError", "AccumulateGrad", "Context", "Function", "Output", "SavedValue", "gradient_edge",
+__all__ = ["AnomalyError", "ShapeError", "AccumulateGrad", "Context", "Function", "Output", "SavedValue", "gradient_edge",
            "no_grad", "enable_grad", "set_grad_enabled", "is_grad_enabled", "detect_anomaly",
            "is_anomaly_enabled"]
 
@@ -223,6 +223,11 @@ def _format_frame(frame: traceback.FrameSummary | None) -> str:
 def _user_frame() -> str:
     """The innermost stack frame outside the minigrad package, as 'file:line in fn'."""
     return _format_frame(_user_frame_summary())
+
+
+class ShapeError(RuntimeError, ValueError):
+    """Shapes that do not fit an op (broadcasting, matmul, reshape, cat, an in-place write):
+    a RuntimeError, as PyTorch raises, and a ValueError, as NumPy raises."""
 
 
 class AnomalyError(RuntimeError):
@@ -604,9 +609,14 @@ def _arrays(v: Any) -> list[np.ndarray]:
 class Function:
     """Base class of every op: see the module docstring for what a subclass defines."""
 
-    name = ""
+    name = ""                  # how the node is shown; a subclass without one shows its class name
     view: bool | str = False   # True: the output shares input 0's memory; "maybe": sometimes
     elementwise = False        # out[i] depends on in[i] only (with broadcasting)
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        if not cls.__dict__.get("name"):
+            cls.name = cls.__name__
 
     @staticmethod
     def forward(ctx: Context, *arrays: np.ndarray, **attrs: Any) -> np.ndarray:
@@ -636,6 +646,9 @@ class Function:
         return _apply(cls, inputs, attrs, cls.forward)
 
 
+_float16 = np.dtype(np.float16)
+
+
 def _apply(cls: type[Function], inputs: tuple, attrs: dict, forward: Callable):
     """The four steps of recording an op; returns its output."""
     # 1. the inputs' arrays, and the edge a gradient would take back to each
@@ -662,7 +675,12 @@ def _apply(cls: type[Function], inputs: tuple, attrs: dict, forward: Callable):
     ctx.fn = cls
     ctx.saved = ctx._stamps = ()
     ctx.needs_input_grad = tuple(needs)
-    data = forward(ctx, *arrays, **attrs)
+    try:
+        data = forward(ctx, *arrays, **attrs)
+    except TypeError:  # NumPy refuses some arithmetic on bool arrays (-mask): a mask counts as 0.0/1.0
+        if not _masks_as_floats(ctx, arrays):
+            raise
+        data = forward(ctx, *arrays, **attrs)
     if type(data) is not _ndarray:  # NumPy reductions return scalars; a tuple: several outputs
         if type(data) is tuple:
             return _outputs(cls, ctx, inputs, arrays, edges, needs, views, data)
@@ -670,6 +688,8 @@ def _apply(cls: type[Function], inputs: tuple, attrs: dict, forward: Callable):
 
     # 3. the output tensor (a view shares its base's version counter)
     record = True in needs
+    if not record and data.dtype == _float16 and _masks_as_floats(ctx, arrays):
+        data = _as_output(ctx, forward(ctx, *arrays, **attrs))  # exp(mask) in float64, not float16
     out = _new(Tensor)  # Tensor._make(data, record), without a call
     out.data, out._grad, out.requires_grad, out.grad_fn = data, None, record, None
     out.name, out._vc, out._view, out._acc = None, [0], None, _dead
@@ -833,6 +853,19 @@ def _observed_outputs(cls: type[Function], outs: tuple, state, kept) -> tuple:
     return outs
 
 
+def _masks_as_floats(ctx: Context, arrays: list) -> bool:
+    """Turn the bool arrays (masks) among an op's inputs into float64, as ``mask * 1.0``
+    would, for a second run of its forward; False if there is none. In arithmetic a
+    mask counts as 0.0 and 1.0, as in PyTorch (``torch.exp(mask)`` is a float)."""
+    found = False
+    for i, a in enumerate(arrays):
+        if a.dtype == np.bool_:
+            arrays[i], found = a.astype(np.float64), True
+    if found:
+        ctx.saved = ctx._stamps = ()
+    return found
+
+
 def _forward_kept(cls: type[Function], kept: np.ndarray, ctx: Context, *arrays, **attrs):
     return cls.forward_kept(ctx, kept, *arrays, **attrs)
 
@@ -862,6 +895,9 @@ def _constant_arrays(cls: type[Function], inputs: tuple, arrays: list) -> None:
 
 
 def _constant(op: str, v: Any, dtype) -> np.ndarray:
+    if dtype == np.bool_:  # beside a mask a number is a float, as in PyTorch: mask * 0.5 is float
+        dtype = np.bool_ if isinstance(v, (bool, np.bool_)) or np.asarray(v).dtype == np.bool_ \
+            else np.float64
     if isinstance(v, float) or (isinstance(v, int) and not isinstance(v, bool)):
         return np.array(v, dtype=dtype)
     try:

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .function import Context, Function
+from .function import Context, Function, ShapeError
 from .tensor import Tensor
 
 # ---------------------------------------------------------------- helpers
@@ -71,7 +71,7 @@ def _binary(name: str, f, a: np.ndarray, b: np.ndarray) -> np.ndarray:
     try:
         return f(a, b)
     except ValueError:
-        raise ValueError(
+        raise ShapeError(
             f"{name}: shapes {a.shape} and {b.shape} cannot be broadcast together") from None
 
 
@@ -369,17 +369,17 @@ class MatMul(Function):
         """Check the shapes; save what the VJP reads for the inputs that need grad."""
         if not (a.ndim == 2 and b.ndim == 2 and a.shape[1] == b.shape[0]):  # else: the slow checks
             if a.ndim == 0 or b.ndim == 0:
-                raise ValueError(f"matmul: both operands must have at least one axis, got shapes "
+                raise ShapeError(f"matmul: both operands must have at least one axis, got shapes "
                                  f"{a.shape} and {b.shape}; use * to multiply by a scalar")
             ka, kb = a.shape[-1], b.shape[0] if b.ndim == 1 else b.shape[-2]
             if ka != kb:
-                raise ValueError(
+                raise ShapeError(
                     f"matmul: shapes {a.shape} and {b.shape} are not aligned: "
                     f"{ka} (dim {a.ndim - 1} of A) != {kb} (dim {max(b.ndim - 2, 0)} of B)")
             try:
                 np.broadcast_shapes(a.shape[:-2], b.shape[:-2])
             except ValueError:
-                raise ValueError(f"matmul: the batch dimensions {a.shape[:-2]} and {b.shape[:-2]} of "
+                raise ShapeError(f"matmul: the batch dimensions {a.shape[:-2]} and {b.shape[:-2]} of "
                                  f"shapes {a.shape} and {b.shape} cannot be broadcast together") from None
         need_a, need_b = ctx.needs_input_grad
         ctx.save_for_backward(a if need_b else None, b if need_a else None)
@@ -495,7 +495,7 @@ class Reshape(Function):
         try:
             return a.reshape(shape)
         except ValueError:
-            raise ValueError(f"reshape: cannot reshape a tensor of shape {a.shape} "
+            raise ShapeError(f"reshape: cannot reshape a tensor of shape {a.shape} "
                              f"({a.size} elements) into shape {tuple(shape)}") from None
 
     @staticmethod
@@ -521,7 +521,7 @@ class Transpose(Function):
                 _check_axis("transpose", ax, a.shape, tuple_ok=False)
             _check_axis("transpose", tuple(axes), a.shape)
         if axes is not None and sorted(ax % a.ndim for ax in axes) != list(range(a.ndim)):
-            raise ValueError(f"transpose: axes {tuple(axes)} do not permute the {a.ndim} axes "
+            raise ShapeError(f"transpose: axes {tuple(axes)} do not permute the {a.ndim} axes "
                              f"of shape {a.shape}")
         ctx.axes = axes
         return a.transpose(axes)
@@ -550,7 +550,7 @@ class BroadcastTo(Function):
         try:
             return np.broadcast_to(a, shape)
         except ValueError:
-            raise ValueError(f"broadcast_to: cannot broadcast shape {a.shape} to {tuple(shape)}") from None
+            raise ShapeError(f"broadcast_to: cannot broadcast shape {a.shape} to {tuple(shape)}") from None
 
     @staticmethod
     def backward(ctx, g):
@@ -1406,7 +1406,7 @@ class Where(Function):
         try:
             y = np.where(cond, a, b)
         except ValueError:
-            raise ValueError(f"where: shapes {np.shape(cond)} (cond), {a.shape} and {b.shape} "
+            raise ShapeError(f"where: shapes {np.shape(cond)} (cond), {a.shape} and {b.shape} "
                              f"cannot be broadcast together") from None
         ctx.cond = cond
         ctx.shapes, ctx.dtypes = (a.shape, b.shape), _dtypes(a, b)
@@ -1500,14 +1500,14 @@ class Concatenate(Function):
             raise ValueError("concatenate: expected a non-empty sequence of tensors")
         first = xs[0].shape
         if not first:
-            raise ValueError("concatenate: zero-dimensional tensors cannot be concatenated "
+            raise ShapeError("concatenate: zero-dimensional tensors cannot be concatenated "
                              "(tensor 0 has shape ()); use stack")
         _check_axis("concatenate", axis, first, none_ok=False, tuple_ok=False)
         k = int(axis) % len(first)
         for i, x in enumerate(xs[1:], 1):
             if x.ndim != len(first) or any(n != m for j, (n, m) in enumerate(zip(x.shape, first))
                                            if j != k):
-                raise ValueError(f"concatenate: tensor {i} has shape {x.shape} but tensor 0 has "
+                raise ShapeError(f"concatenate: tensor {i} has shape {x.shape} but tensor 0 has "
                                  f"shape {first}; all sizes must match except along axis {k}")
         ctx.axis = k
         ctx.bounds = tuple(np.cumsum([0] + [x.shape[k] for x in xs]).tolist())
@@ -1542,7 +1542,7 @@ class Stack(Function):
         _check_axis("stack", axis, first, none_ok=False, tuple_ok=False, extra=1)
         for i, x in enumerate(xs[1:], 1):
             if x.shape != first:
-                raise ValueError(f"stack: tensor {i} has shape {x.shape} but tensor 0 has shape "
+                raise ShapeError(f"stack: tensor {i} has shape {x.shape} but tensor 0 has shape "
                                  f"{first}; stack needs tensors of one shape")
         ctx.axis = int(axis) % (len(first) + 1)
         ctx.dtypes = _dtypes(*xs)

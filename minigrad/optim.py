@@ -75,6 +75,18 @@ class _Hyper:
         obj.__dict__[self.name] = v
 
 
+class _Flag:
+    """A True/False setting checked when it is set (``opt.nesterov = "no"`` is refused)."""
+
+    def __set_name__(self, owner, name: str) -> None:
+        self.name = name
+
+    def __set__(self, obj, value) -> None:
+        if not isinstance(value, (bool, np.bool_)):
+            raise TypeError(f"{type(obj).__name__}: {self.name} must be True or False, got {value!r}")
+        obj.__dict__[self.name] = bool(value)
+
+
 def _blockwise(kernel: Callable[..., None], out: tuple[np.ndarray, ...],
                inp: tuple[np.ndarray, ...], *args) -> None:
     """``kernel(*out, *inp, *args)``, which writes ``out`` in place, one block at a time.
@@ -101,12 +113,13 @@ class Optimizer:
     """Holds a list of parameters; ``step()`` updates those that have a ``.grad``."""
 
     lr = _Hyper(0.0, positive=True)
+    check_finite = _Flag()
     _buffers: tuple[str, ...] = ()   # the arrays kept per parameter, by name
     _counters: tuple[str, ...] = ()  # the integers kept per parameter
 
     def __init__(self, params: Iterable[Tensor], lr: float, check_finite: bool = False):
         name = type(self).__name__
-        self.check_finite = bool(check_finite)
+        self.check_finite = check_finite
         self.params = list(params)
         if not self.params:
             raise ValueError(f"{name}: got no parameters to optimise")
@@ -228,7 +241,7 @@ class Optimizer:
             raise TypeError(f"{type(self).__name__}: check_finite must be True or False, got "
                             f"{group['check_finite']!r}")
         self.lr = group["lr"]
-        self.check_finite = bool(group["check_finite"])
+        self.check_finite = group["check_finite"]
 
     def state_dict(self) -> dict:
         """The optimizer's state in PyTorch's layout, plus the step count.
@@ -336,6 +349,7 @@ class SGD(Optimizer):
 
     momentum = _Hyper(0.0, 1.0)
     weight_decay = _Hyper(0.0)
+    nesterov = _Flag()
     _buffers = ("momentum",)
 
     def __init__(self, params, lr: float = 1e-3, momentum: float = 0.0, weight_decay: float = 0.0,
@@ -343,11 +357,9 @@ class SGD(Optimizer):
         super().__init__(params, lr, check_finite)
         self.momentum = momentum
         self.weight_decay = weight_decay
-        if not isinstance(nesterov, (bool, np.bool_)):
-            raise TypeError(f"SGD: nesterov must be True or False, got {nesterov!r}")
+        self.nesterov = nesterov
         if nesterov and not self.momentum:
             raise ValueError("SGD: Nesterov momentum needs a momentum > 0")
-        self.nesterov = bool(nesterov)
 
     @staticmethod
     def _state_fits(s, shape: tuple) -> bool:
@@ -449,6 +461,18 @@ class Adam(Optimizer):
         except (TypeError, ValueError):
             raise ValueError(f"Adam: betas must be a pair (b1, b2), got {betas!r}") from None
         return b1, b2
+
+    @property
+    def betas(self) -> tuple:
+        """(b1, b2); setting it checks both, as the constructor does."""
+        return self.b1, self.b2
+
+    @betas.setter
+    def betas(self, betas) -> None:
+        b1, b2 = self._betas(betas)
+        for label, b in (("betas[0]", b1), ("betas[1]", b2)):  # both checked before either changes
+            _check_hyper(type(self).__name__, label, b, 0.0, 1.0)
+        self.b1, self.b2 = b1, b2
 
     @property
     def t(self) -> int:

@@ -494,7 +494,7 @@ class Tensor:
             sizes = tuple(sizes[0])
         lead = len(sizes) - self.ndim
         if lead < 0:
-            raise ValueError(f"expand: {len(sizes)} sizes {sizes} are fewer than the "
+            raise ShapeError(f"expand: {len(sizes)} sizes {sizes} are fewer than the "
                              f"{self.ndim} axes of shape {self.shape}")
         shape = []
         for k, n in enumerate(sizes):
@@ -502,7 +502,7 @@ class Tensor:
                 raise TypeError(f"expand: sizes must be ints, got {sizes!r}")
             if n == -1:
                 if k < lead:
-                    raise ValueError(f"expand: -1 is not allowed for the new leading axis {k} "
+                    raise ShapeError(f"expand: -1 is not allowed for the new leading axis {k} "
                                      f"(sizes {sizes}, shape {self.shape})")
                 n = self.shape[k - lead]
             shape.append(int(n))
@@ -530,7 +530,7 @@ class Tensor:
         try:
             return f(self.data, value)
         except ValueError:
-            raise ValueError(f"{symbol}: shapes {self.shape} and {value.shape} cannot be "
+            raise ShapeError(f"{symbol}: shapes {self.shape} and {value.shape} cannot be "
                              f"broadcast together") from None
 
     def __eq__(self, other):
@@ -600,10 +600,10 @@ def _check_inplace_shape(t: Tensor, what: str, value: Tensor, attrs: dict) -> No
     if shape == target.shape:
         return
     if "idx" in attrs:
-        raise ValueError(f"{what}: cannot set index {attrs['idx']!r} of a tensor of shape "
+        raise ShapeError(f"{what}: cannot set index {attrs['idx']!r} of a tensor of shape "
                          f"{t.shape} to a value of shape {value.shape}: the indexed part "
                          f"has shape {target.shape}")
-    raise ValueError(f"{what}: the operand of shape {value.shape} cannot be broadcast to "
+    raise ShapeError(f"{what}: the operand of shape {value.shape} cannot be broadcast to "
                      f"the tensor's shape {target.shape} (an in-place op keeps the shape)")
 
 
@@ -645,13 +645,18 @@ def _index_target(t: Tensor, what: str, idx: Any) -> np.ndarray:
 def as_tensor(x: Any, like: Tensor | None = None) -> Tensor:
     """Wrap a number or array as a constant leaf, in ``like``'s float dtype.
 
+    Without a float ``like`` (none, or a bool mask), a bool array stays a mask, as
+    ``Tensor`` keeps it, and anything else becomes float64: ``mask * 0.5`` is a float.
+
     A NumPy array is copied: an op may save its operand for backward, and the
     caller refilling the array before ``backward()`` must not change the gradient.
     """
     if isinstance(x, Tensor):
         return x
     arr = _to_array(x, "as_tensor")
-    dt = like.data.dtype if like is not None else np.float64
+    dt = like.data.dtype if like is not None else None
+    if dt is None or dt.kind == "b":  # no float beside it: a mask stays a mask, a number is float64
+        dt = np.dtype(np.bool_ if arr.dtype == np.bool_ else np.float64)
     if arr.dtype != dt:
         arr = arr.astype(dt)
     elif isinstance(x, np.ndarray):
@@ -663,5 +668,5 @@ def as_tensor(x: Any, like: Tensor | None = None) -> Tensor:
 # the engine, and both modules build on Tensor, which is complete by this line.
 from . import engine as _engine  # noqa: E402
 from . import ops as _ops  # noqa: E402
-from .function import _dead, _state  # noqa: E402
+from .function import ShapeError, _dead, _state  # noqa: E402
 from .function import register_hook as _register_hook  # noqa: E402

@@ -204,3 +204,105 @@ def test_refilling_a_numpy_operand_before_backward_changes_nothing(combine):
     x[...] = 123.0          # the caller reuses its buffer for the next batch
     y.sum().backward()
     np.testing.assert_array_equal(w.grad, expected)
+
+
+# ------------------------------------------------------- a bool tensor is a mask
+
+_MASK = [[True, False], [False, True]]
+
+
+@pytest.mark.parametrize("f, expected", [
+    (lambda m: m * 2.0, [[2.0, 0.0], [0.0, 2.0]]),
+    (lambda m: 2.0 * m, [[2.0, 0.0], [0.0, 2.0]]),
+    (lambda m: m + 0.5, [[1.5, 0.5], [0.5, 1.5]]),
+    (lambda m: m - 1, [[0.0, -1.0], [-1.0, 0.0]]),
+    (lambda m: m / 4, [[0.25, 0.0], [0.0, 0.25]]),
+    (lambda m: m * np.array([1.5, 3.0]), [[1.5, 0.0], [0.0, 3.0]]),
+    (lambda m: -m, [[-1.0, 0.0], [0.0, -1.0]]),
+    (lambda m: m - m, [[0.0, 0.0], [0.0, 0.0]]),
+    (lambda m: m.exp(), np.exp(np.array(_MASK, dtype=np.float64))),
+    (lambda m: m.tanh(), np.tanh(np.array(_MASK, dtype=np.float64))),
+    (lambda m: m.sigmoid(), 1 / (1 + np.exp(-np.array(_MASK, dtype=np.float64)))),
+    (lambda m: m.sqrt(), [[1.0, 0.0], [0.0, 1.0]]),
+    (lambda m: m.softmax(axis=1), np.exp([[1, 0], [0, 1]]) / np.exp([[1, 0], [0, 1]]).sum(1, keepdims=True)),
+], ids=["*2.0", "2.0*", "+0.5", "-1", "/4", "*array", "neg", "m-m", "exp", "tanh", "sigmoid", "sqrt", "softmax"])
+def test_a_mask_in_arithmetic_counts_as_zero_and_one_in_float64(f, expected):
+    """Before: mask * 2.0 cast 2.0 to True (giving the mask back), exp(mask) was float16
+    (2.719), -mask and mask - mask were NumPy TypeErrors. As in PyTorch, the result is a float."""
+    out = f(Tensor(_MASK))
+    assert out.dtype == np.float64
+    np.testing.assert_allclose(out.data, expected, rtol=1e-15)
+
+
+def test_a_mask_stays_a_mask_where_values_are_moved_not_computed():
+    m = Tensor(_MASK)
+    for out in (m.T, m.reshape(4), m[0], m.clone(), mg.as_tensor([True, False]), m * True):
+        assert out.dtype == np.bool_, out
+    assert (m.sum().item(), m.mean().item()) == (2, 0.5)
+
+
+@needs_torch
+def test_a_mask_in_arithmetic_beside_pytorch():
+    m, tm = Tensor(_MASK), torch.tensor(_MASK)
+    for f in (lambda a: a * 2.0, lambda a: a + 0.5, lambda a: a.exp(), lambda a: a.sigmoid()):
+        np.testing.assert_allclose(f(m).data, f(tm).double().numpy(), rtol=1e-6)
+        assert f(tm).dtype.is_floating_point
+
+
+# ------------------------------------------------------- shapes that do not fit: RuntimeError, as in PyTorch
+
+def _set_slice():
+    t = Tensor(np.ones(4))
+    t[0:2] = np.ones(3)
+
+
+@pytest.mark.parametrize("f, phrase", [
+    (lambda a, b: a * b, r"mul: shapes \(2, 3\) and \(4,\)"),
+    (lambda a, b: a @ a, r"matmul: shapes \(2, 3\) and \(2, 3\)"),
+    (lambda a, b: a.reshape(5), r"reshape: cannot reshape a tensor of shape \(2, 3\)"),
+    (lambda a, b: mg.cat([a, b]), r"concatenate: tensor 1 has shape \(4,\)"),
+    (lambda a, b: mg.stack([a, b]), r"stack: tensor 1 has shape \(4,\)"),
+    (lambda a, b: mg.where(np.ones((2, 3), bool), a, b), r"where: shapes"),
+    (lambda a, b: b.add_(a), r"add_: the operand of shape \(2, 3\)"),
+    (lambda a, b: a.expand(5, 5), r"broadcast_to: cannot broadcast shape \(2, 3\)"),
+    (lambda a, b: _set_slice(), r"cannot set index slice\(0, 2, None\) of a tensor of shape \(4,\)"),
+], ids=["broadcast", "matmul", "reshape", "cat", "stack", "where", "add_", "expand", "setitem"])
+def test_shapes_that_do_not_fit_raise_a_runtime_error_naming_op_and_shapes(f, phrase):
+    a, b = Tensor(np.ones((2, 3)), requires_grad=True), Tensor(np.ones(4))
+    with pytest.raises(RuntimeError, match=phrase) as info:
+        f(a, b)
+    assert isinstance(info.value, (mg.ShapeError, ValueError))  # a ValueError too, as NumPy raises
+
+
+@needs_torch
+def test_pytorch_raises_a_runtime_error_for_the_same_shapes():
+    a, b = torch.ones(2, 3), torch.ones(4)
+    for f in (lambda: a * b, lambda: a @ a, lambda: a.reshape(5), lambda: torch.cat([a, b]),
+              lambda: b.add_(a)):
+        with pytest.raises(RuntimeError):
+            f()
+
+
+# ------------------------------------------------------- a Function without a name
+
+def test_a_function_subclass_without_a_name_is_shown_by_its_class_name():
+    class Square(mg.Function):
+        @staticmethod
+        def forward(ctx, a):
+            ctx.save_for_backward(a)
+            return a * a
+
+        @staticmethod
+        def backward(ctx, g):
+            (a,) = ctx.saved
+            return (2 * a * g,)
+
+    class Named(Square):
+        name = "named"
+
+    x = Tensor([3.0], requires_grad=True)
+    y = Square.apply(x)
+    assert (Square.name, y.grad_fn.name, Named.name) == ("Square", "Square", "named")
+    assert "Square" in repr(y.grad_fn) or "Square" in str(y.op)
+    y.backward()
+    assert x.grad.tolist() == [6.0]

@@ -659,3 +659,43 @@ def test_an_sgd_state_dict_does_not_load_into_adam():
     _run(sgd, ps, 1)
     with pytest.raises(ValueError, match=r"the saved group has hyperparameters .*momentum.*nesterov"):
         MAKERS["adam"](ps).load_state_dict(sgd.state_dict())
+
+
+# ------------------------------------------------------- settings changed after construction
+
+def _one_param():
+    p = Tensor(np.ones(3), requires_grad=True)
+    p.grad = np.full(3, 0.5)
+    return p
+
+
+@pytest.mark.parametrize("make, attr, bad", [
+    (lambda p: optim.SGD([p], lr=0.1, momentum=0.9), "nesterov", "yes"),
+    (lambda p: optim.SGD([p], lr=0.1), "check_finite", 1),
+    (lambda p: optim.Adam([p], lr=0.1), "check_finite", "False"),
+])
+def test_a_flag_set_after_construction_is_checked(make, attr, bad):
+    """Before: opt.nesterov = "yes" was kept, and step() took the truthy string as True."""
+    p = _one_param()
+    opt = make(p)
+    before = getattr(opt, attr)
+    with pytest.raises(TypeError, match=f"{type(opt).__name__}: {attr} must be True or False, got {bad!r}"):
+        setattr(opt, attr, bad)
+    assert getattr(opt, attr) is before
+
+
+def test_the_constructor_refuses_a_flag_that_is_not_a_bool():
+    with pytest.raises(TypeError, match="SGD: check_finite must be True or False, got 'no'"):
+        optim.SGD([_one_param()], lr=0.1, check_finite="no")
+
+
+def test_adam_betas_set_after_construction_are_used_and_checked():
+    """Before: opt.betas = (...) made a new attribute that step() never read."""
+    p, q = _one_param(), _one_param()
+    a, b = optim.Adam([p], lr=0.1), optim.Adam([q], lr=0.1, betas=(0.5, 0.6))
+    a.betas = (0.5, 0.6)
+    a.step(), b.step()
+    assert a.betas == (0.5, 0.6) and np.array_equal(p.data, q.data)
+    with pytest.raises(ValueError, match=r"Adam: betas\[1\] must be in \[0, 1\), got 1.5"):
+        a.betas = (0.9, 1.5)
+    assert a.betas == (0.5, 0.6)  # neither changed
