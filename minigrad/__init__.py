@@ -49,7 +49,8 @@ __version__ = "0.1.0"
 
 __all__ = ["Tensor", "as_tensor", "Function", "Context", "backward", "grad",
            "topological_order", "no_grad", "enable_grad", "is_grad_enabled",
-           "detect_anomaly", "AnomalyError", "ShapeError", "SavedValue", "set_grad_enabled", "gradcheck", "numerical_grad",
+           "detect_anomaly", "AnomalyError", "ShapeError", "SavedValue", "set_grad_enabled", "gradcheck",
+           "numerical_grad",
            "GradcheckError", "trace", "StaticGraph", "nn", "optim", "random", "reference",
            "data", "metrics", "inspect", "saved_values", "saved_memory", "format_saved",
            "jacobian", "numerical_jacobian", "vjp", "jacobian_nbytes", "jvp", "jacfwd",

@@ -46,8 +46,8 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-__all__ = ["AnomalyError", "ShapeError", "AccumulateGrad", "Context", "Function", "Output", "SavedValue", "gradient_edge",
-           "no_grad", "enable_grad", "set_grad_enabled", "is_grad_enabled", "detect_anomaly",
+__all__ = ["AnomalyError", "ShapeError", "AccumulateGrad", "Context", "Function", "Output", "SavedValue",
+           "gradient_edge", "no_grad", "enable_grad", "set_grad_enabled", "is_grad_enabled", "detect_anomaly",
            "is_anomaly_enabled"]
 
 
@@ -677,10 +677,8 @@ def _apply(cls: type[Function], inputs: tuple, attrs: dict, forward: Callable):
     ctx.needs_input_grad = tuple(needs)
     try:
         data = forward(ctx, *arrays, **attrs)
-    except TypeError:  # NumPy refuses some arithmetic on bool arrays (-mask): a mask counts as 0.0/1.0
-        if not _masks_as_floats(ctx, arrays):
-            raise
-        data = forward(ctx, *arrays, **attrs)
+    except TypeError:  # NumPy refuses some arithmetic on masks (-mask): see _masks_as_floats
+        data = _again_with_floats(ctx, forward, arrays, attrs)
     if type(data) is not _ndarray:  # NumPy reductions return scalars; a tuple: several outputs
         if type(data) is tuple:
             return _outputs(cls, ctx, inputs, arrays, edges, needs, views, data)
@@ -688,8 +686,8 @@ def _apply(cls: type[Function], inputs: tuple, attrs: dict, forward: Callable):
 
     # 3. the output tensor (a view shares its base's version counter)
     record = True in needs
-    if not record and data.dtype == _float16 and _masks_as_floats(ctx, arrays):
-        data = _as_output(ctx, forward(ctx, *arrays, **attrs))  # exp(mask) in float64, not float16
+    if not record and data.dtype is _float16:  # NumPy's exp(mask) is float16 (a mask needs no grad)
+        data = _float16_of_masks(ctx, forward, arrays, attrs, data)
     out = _new(Tensor)  # Tensor._make(data, record), without a call
     out.data, out._grad, out.requires_grad, out.grad_fn = data, None, record, None
     out.name, out._vc, out._view, out._acc = None, [0], None, _dead
@@ -864,6 +862,20 @@ def _masks_as_floats(ctx: Context, arrays: list) -> bool:
     if found:
         ctx.saved = ctx._stamps = ()
     return found
+
+
+def _again_with_floats(ctx: Context, forward: Callable, arrays: list, attrs: dict):
+    """forward again, with masks as floats; re-raises the TypeError if there is no mask."""
+    if not _masks_as_floats(ctx, arrays):
+        raise  # the TypeError being handled by the caller
+    return forward(ctx, *arrays, **attrs)
+
+
+def _float16_of_masks(ctx: Context, forward: Callable, arrays: list, attrs: dict, data):
+    """A float16 result: kept if an input is float16, else computed again with masks as floats."""
+    if any(a.dtype == np.float16 for a in arrays) or not _masks_as_floats(ctx, arrays):
+        return data
+    return _as_output(ctx, forward(ctx, *arrays, **attrs))
 
 
 def _forward_kept(cls: type[Function], kept: np.ndarray, ctx: Context, *arrays, **attrs):

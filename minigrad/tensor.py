@@ -654,9 +654,10 @@ def as_tensor(x: Any, like: Tensor | None = None) -> Tensor:
     if isinstance(x, Tensor):
         return x
     arr = _to_array(x, "as_tensor")
-    dt = like.data.dtype if like is not None else None
-    if dt is None or dt.kind == "b":  # no float beside it: a mask stays a mask, a number is float64
-        dt = np.dtype(np.bool_ if arr.dtype == np.bool_ else np.float64)
+    if like is not None and like.data.dtype.kind == "f":
+        dt = like.data.dtype
+    else:  # no float beside it: a mask stays a mask, anything else is float64
+        dt = arr.dtype if arr.dtype.kind == "b" else np.float64
     if arr.dtype != dt:
         arr = arr.astype(dt)
     elif isinstance(x, np.ndarray):

@@ -225,7 +225,8 @@ _MASK = [[True, False], [False, True]]
     (lambda m: m.sigmoid(), 1 / (1 + np.exp(-np.array(_MASK, dtype=np.float64)))),
     (lambda m: m.sqrt(), [[1.0, 0.0], [0.0, 1.0]]),
     (lambda m: m.softmax(axis=1), np.exp([[1, 0], [0, 1]]) / np.exp([[1, 0], [0, 1]]).sum(1, keepdims=True)),
-], ids=["*2.0", "2.0*", "+0.5", "-1", "/4", "*array", "neg", "m-m", "exp", "tanh", "sigmoid", "sqrt", "softmax"])
+], ids=["*2.0", "2.0*", "+0.5", "-1", "/4", "*array", "neg", "m-m", "exp", "tanh", "sigmoid", "sqrt",
+        "softmax"])
 def test_a_mask_in_arithmetic_counts_as_zero_and_one_in_float64(f, expected):
     """Before: mask * 2.0 cast 2.0 to True (giving the mask back), exp(mask) was float16
     (2.719), -mask and mask - mask were NumPy TypeErrors. As in PyTorch, the result is a float."""
