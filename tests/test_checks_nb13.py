@@ -276,3 +276,132 @@ class NeverGrows(Scaler):
 def test_loss_scaler_wrong_solutions_are_named(cls, phrase):
     with pytest.raises(AssertionError, match=phrase):
         nb13.check_loss_scaler(cls, fake_net)
+
+
+# ---------------------------------------------------------------- the dead-code pass
+
+
+def dead_code(instrs, outputs):  # the notebook's solution
+    live = set(outputs)
+    kept = []
+    for ins in reversed(instrs):
+        needed = ins.effect or any(o in live for o in ins.out if o) or (ins.kind == "op" and ins.ctx in live)
+        if needed:
+            kept.append(ins)
+            live.update(ins.args)
+            if ins.kind == "vjp":
+                live.add(ins.ctx)
+    return kept[::-1]
+
+
+def dead_code_recursive(instrs, outputs):  # marks from the outputs and effects, depth first
+    maker = {}
+    for ins in instrs:
+        for name in [o for o in ins.out if o is not None] + ([ins.ctx] if ins.kind == "op" else []):
+            maker[name] = ins
+    marked = set()
+
+    def mark(ins):
+        if id(ins) in marked:
+            return
+        marked.add(id(ins))
+        for name in ins.args + ((ins.ctx,) if ins.kind == "vjp" else ()):
+            if name in maker:
+                mark(maker[name])
+
+    for name in outputs:
+        mark(maker[name])
+    for ins in instrs:
+        if ins.effect:
+            mark(ins)
+    return [ins for ins in instrs if id(ins) in marked]
+
+
+def dead_code_two_passes(instrs, outputs):  # the live names first, then one filter in order
+    live = set(outputs)
+    for ins in reversed(instrs):
+        if ins.effect or live & set(ins.out) or (ins.kind == "op" and ins.ctx in live):
+            live |= set(ins.args) | ({ins.ctx} if ins.kind == "vjp" else set())
+    return [ins for ins in instrs
+            if ins.effect or live & set(ins.out) or (ins.kind == "op" and ins.ctx in live)]
+
+
+@pytest.mark.parametrize("f", [dead_code, dead_code_recursive, dead_code_two_passes])
+def test_dead_code_correct_solutions_pass(f):
+    nb13.check_remove_dead_code(f)
+
+
+def dead_code_no_effects(instrs, outputs):  # keeps only what the outputs need
+    live, kept = set(outputs), []
+    for ins in reversed(instrs):
+        if any(o in live for o in ins.out if o) or (ins.kind == "op" and ins.ctx in live):
+            kept.append(ins)
+            live.update(ins.args + ((ins.ctx,) if ins.kind == "vjp" else ()))
+    return kept[::-1]
+
+
+def dead_code_no_ctx(instrs, outputs):  # a VJP's context is not made live
+    live, kept = set(outputs), []
+    for ins in reversed(instrs):
+        if ins.effect or any(o in live for o in ins.out if o):
+            kept.append(ins)
+            live.update(ins.args)
+    return kept[::-1]
+
+
+def dead_code_forwards(instrs, outputs):  # walks forwards: a line is seen before the lines that read it
+    live, kept = set(outputs), []
+    for ins in instrs:
+        if ins.effect or any(o in live for o in ins.out if o) or (ins.kind == "op" and ins.ctx in live):
+            kept.append(ins)
+            live.update(ins.args + ((ins.ctx,) if ins.kind == "vjp" else ()))
+    return kept
+
+
+def dead_code_reversed(instrs, outputs):  # forgets to reverse what the backward walk collected
+    return dead_code(instrs, outputs)[::-1]
+
+
+def dead_code_keeps_all(instrs, outputs):
+    return list(instrs)
+
+
+def dead_code_first_output(instrs, outputs):  # as if the step returned one tensor
+    return dead_code(instrs, outputs[:1])
+
+
+def dead_code_copies(instrs, outputs):
+    import copy
+
+    return [copy.copy(ins) for ins in dead_code(instrs, outputs)]
+
+
+@pytest.mark.parametrize(
+    "f, phrase",
+    [
+        (dead_code_no_effects, r"lines with an effect were removed \(zero\(\);.*keep every instruction whose "
+                               r"ins\.effect is True"),
+        (dead_code_no_ctx, r"not the loss: the forward op of a kept VJP was removed \(context X\d+, read by "
+                           r"g\d+ = cross_entropy_with_logits_vjp"),
+        (dead_code_forwards, r"lines that a kept line reads were removed .*walk the program backwards"),
+        (dead_code_reversed, r"in the program's order .*reverse the list before returning it"),
+        (dead_code_keeps_all,
+         r"mean of h \* h\): lines that nothing needs are kept "
+         r"\(v\d+ = mul\(v\d+, v\d+\); v\d+ = mean\(v\d+\)\)"),
+        (dead_code_first_output, r"no kept line computes the outputs \['v\d+'\]"),
+        (dead_code_copies, r"the program's own Instr objects"),
+    ],
+    ids=["forgets effects", "forgets the ctx of a kept VJP", "walks forwards", "reversed order",
+         "keeps everything", "only the first output", "copies"],
+)
+def test_dead_code_wrong_solutions_are_named(f, phrase):
+    with pytest.raises(AssertionError, match=phrase):
+        nb13.check_remove_dead_code(f)
+
+
+def test_dead_code_check_leaves_the_global_generator_alone():
+    import minigrad as mg
+
+    before = mg.random.get_state()
+    nb13.check_remove_dead_code(dead_code)
+    assert mg.random.get_state() == before

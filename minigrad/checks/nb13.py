@@ -1,4 +1,5 @@
-"""Checks of notebook 13's exercises: a hinge loss written with ops only, and the ring all-reduce.
+"""Checks of notebook 13's exercises: a dynamic loss scaler, a hinge loss written with ops only, the ring
+all-reduce, and a dead-code pass over a compiled step's program.
 
 ``check_hinge(hinge_ops)`` traces ``hinge_ops(x, w)`` with ``minigrad.trace`` on an example whose margin is
 positive, and requires that nothing was read into Python while tracing (no ``.item()``, ``.numpy()``);
@@ -10,9 +11,21 @@ the gradient through the trace passes ``gradcheck``.
 split evenly, and requires that the vectors are left unchanged, that every worker ends with the sum,
 and that each worker sends exactly one chunk per step for 2(K - 1) steps (the byte counts of the
 schedule in the text, in any order: a ring that starts at another chunk sends a permutation of them).
+
+``check_remove_dead_code(remove_dead_code)`` compiles two steps of its own without passes (one that logs
+the mean of h * h, like the notebook's; one that returns the logits and their mean square but not the
+loss, whose op only its VJP needs, and computes a ReLU nothing uses) and calls
+``remove_dead_code(instrs, outputs)`` on each program. It requires the program's own instructions, once
+each and in their order, every effect among them, the lines that compute the outputs, the forward op of
+every kept VJP, and then exactly the lines of ``Program.eliminate_dead_code``; and that the pruned
+program, built with ``dataclasses.replace(program, instrs=pruned).build()``, computes the same outputs
+and the same update of the parameters and the optimizer's state as the full one (both run from the
+same state).
 """
 
 from __future__ import annotations
+
+import dataclasses
 
 import numpy as np
 
@@ -182,3 +195,179 @@ def check_loss_scaler(LossScaler, grads_finite=None) -> None:
             int(np.log2(s)) for s, _ in _expected_scales([grads_finite(2.0**k) for k in seen], 2.0**24, 3)
         ]
         assert seen == want, f"on the float16 network the log2 scales were {seen}, expected {want}"
+
+
+# ---------------------------------------------------------------- dead code
+
+DEAD_CODE_STEPS = (
+    "the notebook's kind of step (it logs the mean of h * h)",
+    "a step that returns the logits and their mean square, not the loss",
+)
+
+
+def _dead_code_step(which: int):
+    """A fresh 3-8-5 MLP, its optimizer, a batch, and step ``which`` of DEAD_CODE_STEPS for them."""
+    rng = np.random.default_rng(1300 + which)
+    net = mg.nn.MLP([3, 8, 5], rng=rng)
+    params = net.parameters()
+    opt = mg.optim.SGD(params, lr=0.1, momentum=0.9) if which == 0 else mg.optim.Adam(params, lr=0.01)
+    x, y = Tensor(rng.standard_normal((4, 3))), rng.integers(0, 5, 4)
+    stats = []
+
+    def logs_a_statistic(x, y):
+        opt.zero_grad()
+        h = net[1](net[0](x))
+        stats.append((h * h).mean())  # nothing reads it
+        loss = net[2](h).cross_entropy_with_logits(y)
+        loss.backward()
+        opt.step()
+        return loss
+
+    def returns_the_logits(x, y):
+        opt.zero_grad()
+        logits = net(x)
+        logits.cross_entropy_with_logits(y).backward()  # the loss op: only its VJP reads it (its context)
+        logits.relu()  # nothing reads it
+        opt.step()
+        return logits, (logits * logits).mean()
+
+    return net, opt, (x, y), (logs_a_statistic, returns_the_logits)[which]
+
+
+def _line(ins) -> str:
+    """An instruction as its line of the program: ``v13 = mean(v11)``."""
+    outs = ", ".join(str(o) for o in ins.out)
+    call = ins.name + "(" + ", ".join(str(a) for a in ins.args) + ")"
+    return outs + " = " + call if outs else call
+
+
+def _lines(instrs, most: int = 4) -> str:
+    """Some instructions as their lines, the first ``most`` of them if there are more."""
+    shown = "; ".join(_line(ins) for ins in instrs[:most])
+    rest = len(instrs) - most
+    return f"{shown} and {rest} more lines" if rest > 0 else shown
+
+
+def _state(net, opt):
+    """Copies of the parameters' values and of the optimizer's state."""
+    state = {i: {k: np.copy(v) if isinstance(v, np.ndarray) else v for k, v in s.items()}
+             for i, s in opt.state.items()}
+    return [p.data.copy() for p in net.parameters()], state
+
+
+def _restore(net, opt, saved) -> None:
+    """Put back what ``_state`` copied, in the same arrays (the program refers to them)."""
+    params, state = saved
+    for p, v in zip(net.parameters(), params):
+        p.data[...] = v
+    for i, s in state.items():
+        for k, v in s.items():
+            if isinstance(v, np.ndarray):
+                opt.state[i][k][...] = v
+            else:
+                opt.state[i][k] = v
+
+
+def _same_state(a, b) -> bool:
+    (pa, sa), (pb, sb) = a, b
+    return (all(np.array_equal(u, v) for u, v in zip(pa, pb)) and sa.keys() == sb.keys()
+            and all(sa[i].keys() == sb[i].keys() and all(np.array_equal(sa[i][k], sb[i][k]) for k in sa[i])
+                    for i in sa))
+
+
+def _arrays(result) -> list:
+    """The arrays of a program's result (a tensor, or a tuple of them)."""
+    if isinstance(result, (tuple, list)):
+        return [a for r in result for a in _arrays(r)]
+    return [np.asarray(result.data if isinstance(result, Tensor) else result)]
+
+
+def dead_code_problem(label: str, program, pruned) -> str | None:
+    """What is wrong with ``pruned`` as the dead-code pass over ``program``, or None."""
+    position = {id(ins): k for k, ins in enumerate(program.instrs)}
+    if not isinstance(pruned, (list, tuple)) or not all(id(ins) in position for ins in pruned):
+        return (
+            f"{label}: return a list of the program's own Instr objects (some of instrs, not copies or "
+            "names)"
+        )
+    order = [position[id(ins)] for ins in pruned]
+    if order != sorted(set(order)):
+        return (
+            f"{label}: return each kept instruction once, in the program's order (a walk backwards "
+            "collects them last to first: reverse the list before returning it)"
+        )
+    kept = set(map(id, pruned))
+    lost = [ins for ins in program.instrs if ins.effect and id(ins) not in kept]
+    if lost:
+        return (
+            f"{label}: lines with an effect were removed ({_lines(lost)}): zero_grad, the .grad writes and "
+            "the optimizer's step change things outside the program, so keep every instruction whose "
+            "ins.effect is True"
+        )
+    defined = {o for ins in pruned for o in ins.out if o is not None}
+    outputs = program.to_block().live_out
+    missing = [o for o in outputs if o not in defined]
+    if missing:
+        return (
+            f"{label}: no kept line computes the outputs {missing} (the outputs are {list(outputs)}): start "
+            "the walk with every name of outputs live"
+        )
+    ops = {ins.ctx for ins in pruned if ins.kind == "op"}
+    orphans = [ins for ins in pruned if ins.kind == "vjp" and ins.ctx not in ops]
+    if orphans:
+        contexts = ", ".join(sorted({ins.ctx for ins in orphans}))
+        return (
+            f"{label}: the forward op of a kept VJP was removed (context {contexts}, read by "
+            f"{_lines(orphans)}): a VJP reads what its op saved, so keep the op whose ins.ctx a kept VJP "
+            "names, even where nothing reads the op's result"
+        )
+    want = program.eliminate_dead_code().instrs
+    needed = set(map(id, want))
+    removed = [ins for ins in want if id(ins) not in kept]
+    if removed:
+        return (
+            f"{label}: lines that a kept line reads were removed ({_lines(removed)}): when you keep a line, "
+            "make its args live, and walk the program backwards, so that every line is seen after the "
+            "lines that read it"
+        )
+    extra = [ins for ins in pruned if id(ins) not in needed]
+    if extra:
+        return (
+            f"{label}: lines that nothing needs are kept ({_lines(extra)}): keep a line only if it has an "
+            "effect, a kept line reads one of its outputs, or it is the op whose ctx a kept VJP names"
+        )
+    return None
+
+
+def check_remove_dead_code(remove_dead_code) -> None:
+    """Check ``remove_dead_code(instrs, outputs)`` on the programs of DEAD_CODE_STEPS (see the module's
+    docstring)."""
+    for which, label in enumerate(DEAD_CODE_STEPS):
+        net, opt, inputs, step = _dead_code_step(which)
+        compiled = mg.compile(step, optimize=False)
+        compiled(*inputs)  # the capture: one eager step, recorded
+        program = compiled.program
+        outputs = list(program.to_block().live_out)
+        pruned = attempt(
+            f"remove_dead_code(instrs, outputs) on {label}",
+            "walk reversed(instrs) with a set of live names that starts as set(outputs)",
+            remove_dead_code,
+            list(program.instrs),
+            outputs,
+        )
+        problem = dead_code_problem(label, program, pruned)
+        assert problem is None, problem
+        before = _state(net, opt)
+        full = _arrays(program.build()(*inputs))
+        after = _state(net, opt)
+        _restore(net, opt, before)
+        what, hint = f"the pruned program of {label}", "keep every line that a kept line reads"
+        run_pruned = attempt(what, hint, dataclasses.replace(program, instrs=list(pruned)).build)
+        result = attempt(what, hint, run_pruned, *inputs)
+        assert len(full) == len(_arrays(result)) and all(
+            np.array_equal(a, b) for a, b in zip(full, _arrays(result))
+        ), f"{label}: the pruned program computes other outputs than the full one"
+        assert _same_state(after, _state(net, opt)), (
+            f"{label}: the pruned program changes the parameters or the optimizer's state otherwise than the "
+            "full one: keep every step and .grad line, and the lines they read"
+        )
