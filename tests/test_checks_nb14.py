@@ -75,7 +75,7 @@ def in_place(g, shape):
         (leading_only, r"stretched the input's size-1 axes \[0\]"),
         (no_keepdims, "keepdims=True"),
         (always_axis0, "returned shape"),
-        (trailing_axes, "leading axes"),
+        (trailing_axes, r"added 1 leading axis \(sum it away\)"),
         (just_reshape, "reshape only rearranges"),
         (in_place, "changed g in place"),
     ],
@@ -84,3 +84,32 @@ def in_place(g, shape):
 def test_wrong_solutions_are_named(f, phrase):
     with pytest.raises(AssertionError, match=phrase):
         nb14.check_unbroadcast(f)
+
+
+def test_the_message_counts_leading_axes_in_the_singular_and_the_plural():
+    def keep(g, shape):  # returns g as it is
+        return g
+
+    with pytest.raises(AssertionError) as one:
+        nb14.check_unbroadcast(keep, [((5, 2), (2,))])
+    assert str(one.value) == (
+        "unbroadcast(g of shape (5, 2), (2,)) returned shape (5, 2). Here broadcasting added 1 leading axis "
+        "(sum it away) and stretched the input's size-1 axes [] (sum each of those with keepdims=True)"
+    )
+    with pytest.raises(AssertionError, match=r"added 2 leading axes \(sum them away\) and"):
+        nb14.check_unbroadcast(keep, [((3, 4, 2), (2,))])
+
+
+def test_a_failed_reshape_ends_its_hint_before_saying_what_the_case_needs():
+    from minigrad.checks import _language
+
+    with pytest.raises(AssertionError) as err:
+        nb14.check_unbroadcast(just_reshape, [((5, 2), (2,))])
+    message = str(err.value)
+    assert message.endswith(
+        ". reshape only rearranges the entries of g; a gradient of the input needs their sums. Here "
+        "broadcasting added 1 leading axis (sum it away) and stretched the input's size-1 axes [] (sum each "
+        "of those with keepdims=True)"
+    ), message
+    zh = _language.translate(message, "zh")
+    assert "输入的梯度需要的是它们的和。 这里广播在前面添加了 1 个轴（把它求和消掉），" in zh, zh

@@ -29,9 +29,10 @@ def _reference(g, shape):
 def _what(shape_g, shape) -> str:
     added = len(shape_g) - len(shape)
     ones = [i for i, n in enumerate(shape) if n == 1 and shape_g[added + i] != 1]
+    leading = f"{added} leading axis (sum it away)" if added == 1 else f"{added} leading axes (sum them away)"
     return (
-        f"broadcasting added {added} leading axes (sum them away) and stretched the input's size-1 axes "
-        f"{ones} (sum each of those with keepdims=True)"
+        f"broadcasting added {leading} and stretched the input's size-1 axes {ones} (sum each of those with "
+        "keepdims=True)"
     )
 
 
@@ -44,7 +45,7 @@ def call_unbroadcast(unbroadcast, g, shape) -> np.ndarray:
         raise
     except Exception as err:
         hint = (
-            " reshape only rearranges the entries of g; a gradient of the input needs their sums"
+            " reshape only rearranges the entries of g; a gradient of the input needs their sums."
             if "reshape" in str(err)
             else ""
         )
