@@ -55,28 +55,36 @@ def _check_hyper(where: str, name: str, value, low: float, high: float = math.in
 
 
 class _Hyper:
-    """A hyperparameter's range, checked when it is set (see ``Optimizer.__setattr__``)."""
+    """A hyperparameter checked when it is set, so that ``step()`` never meets a bad one.
+
+    It defines ``__set__`` only: the checked value goes into the instance's
+    ``__dict__`` under the same name, where reading it costs a plain lookup.
+    """
 
     def __init__(self, low: float, high: float = math.inf, label: str | None = None,
                  positive: bool = False):
         self.low, self.high, self.label, self.positive = low, high, label, positive
 
-    def check(self, owner: str, name: str, value) -> float:
-        label = self.label or name
-        v = _check_hyper(owner, label, value, self.low, self.high)
+    def __set_name__(self, owner, name: str) -> None:
+        self.name, self.label = name, self.label or name
+
+    def __set__(self, obj, value) -> None:
+        v = _check_hyper(type(obj).__name__, self.label, value, self.low, self.high)
         if self.positive and v == 0.0:
-            raise ValueError(f"{owner}: {label} must be positive, got {value!r}")
-        return v
+            raise ValueError(f"{type(obj).__name__}: {self.label} must be positive, got {value!r}")
+        obj.__dict__[self.name] = v
 
 
 class _Flag:
     """A True/False setting checked when it is set (``opt.nesterov = "no"`` is refused)."""
 
-    @staticmethod
-    def check(owner: str, name: str, value) -> bool:
+    def __set_name__(self, owner, name: str) -> None:
+        self.name = name
+
+    def __set__(self, obj, value) -> None:
         if not isinstance(value, (bool, np.bool_)):
-            raise TypeError(f"{owner}: {name} must be True or False, got {value!r}")
-        return bool(value)
+            raise TypeError(f"{type(obj).__name__}: {self.name} must be True or False, got {value!r}")
+        obj.__dict__[self.name] = bool(value)
 
 
 def _blockwise(kernel: Callable[..., None], out: tuple[np.ndarray, ...],
@@ -104,9 +112,8 @@ def _label(i: int, p: Tensor) -> str:
 class Optimizer:
     """Holds a list of parameters; ``step()`` updates those that have a ``.grad``."""
 
-    #: the settings checked when they are set, so that ``step()`` never meets a bad one
-    #: (reading one stays a plain attribute lookup)
-    _settings: dict = {"lr": _Hyper(0.0, positive=True), "check_finite": _Flag()}
+    lr = _Hyper(0.0, positive=True)
+    check_finite = _Flag()
     _buffers: tuple[str, ...] = ()   # the arrays kept per parameter, by name
     _counters: tuple[str, ...] = ()  # the integers kept per parameter
 
@@ -139,12 +146,6 @@ class Optimizer:
         self.lr = lr
         self.steps = 0  # completed calls to step()
         self.state: dict[int, dict[str, np.ndarray]] = {}
-
-    def __setattr__(self, name: str, value) -> None:
-        rule = self._settings.get(name)
-        if rule is not None:
-            value = rule.check(type(self).__name__, name, value)
-        object.__setattr__(self, name, value)
 
     def zero_grad(self) -> None:
         for p in self.params:
@@ -346,8 +347,9 @@ class SGD(Optimizer):
     PyTorch's (lr 1e-3, no momentum, no decay, no Nesterov).
     """
 
-    _settings = {**Optimizer._settings, "momentum": _Hyper(0.0, 1.0), "weight_decay": _Hyper(0.0),
-                 "nesterov": _Flag()}
+    momentum = _Hyper(0.0, 1.0)
+    weight_decay = _Hyper(0.0)
+    nesterov = _Flag()
     _buffers = ("momentum",)
 
     def __init__(self, params, lr: float = 1e-3, momentum: float = 0.0, weight_decay: float = 0.0,
@@ -438,8 +440,10 @@ class Adam(Optimizer):
     so a parameter that joins late gets the right bias correction.
     """
 
-    _settings = {**Optimizer._settings, "b1": _Hyper(0.0, 1.0, label="betas[0]"),
-                 "b2": _Hyper(0.0, 1.0, label="betas[1]"), "eps": _Hyper(0.0), "weight_decay": _Hyper(0.0)}
+    b1 = _Hyper(0.0, 1.0, label="betas[0]")
+    b2 = _Hyper(0.0, 1.0, label="betas[1]")
+    eps = _Hyper(0.0)
+    weight_decay = _Hyper(0.0)
     _buffers = ("m", "v")
     _counters = ("step",)
 
@@ -466,8 +470,8 @@ class Adam(Optimizer):
     @betas.setter
     def betas(self, betas) -> None:
         b1, b2 = self._betas(betas)
-        owner = type(self).__name__
-        b1, b2 = (self._settings[k].check(owner, k, b) for k, b in (("b1", b1), ("b2", b2)))  # both first
+        for label, b in (("betas[0]", b1), ("betas[1]", b2)):  # both checked before either changes
+            _check_hyper(type(self).__name__, label, b, 0.0, 1.0)
         self.b1, self.b2 = b1, b2
 
     @property
