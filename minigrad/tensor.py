@@ -566,6 +566,11 @@ def _check_inplace(t: Tensor, what: str, value: Tensor | None, attrs: dict, reco
     if value.data.dtype.kind == "c":
         raise TypeError(f"{what}: cannot write complex values into a tensor of dtype {t.dtype}")
     _check_inplace_shape(t, what, value, attrs)
+    if not t.data.flags.writeable:  # expand() and broadcast_to() give read-only views
+        why = ("a broadcast view (expand or broadcast_to), several of its elements share one memory "
+               "location" if t._view is not None else "its array is not writeable")
+        raise RuntimeError(f"{what}: this tensor (shape {t.shape}) is read-only: {why}. Call clone() "
+                           f"first to get a tensor of its own")
     if t._view is not None:
         _check_inplace_view(t, what)
     if recording and t.grad_fn is None and t.requires_grad:

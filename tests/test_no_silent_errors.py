@@ -307,3 +307,20 @@ def test_a_function_subclass_without_a_name_is_shown_by_its_class_name():
     assert "Square" in repr(y.grad_fn) or "Square" in str(y.op)
     y.backward()
     assert x.grad.tolist() == [6.0]
+
+
+# ------------------------------------------------------- in place on a read-only view
+
+@pytest.mark.parametrize("write", [lambda e: e.add_(1.0), lambda e: e.fill_(0.0),
+                                   lambda e: e.__setitem__(0, 5.0), lambda e: e.mul_(2.0)],
+                         ids=["add_", "fill_", "setitem", "mul_"])
+@pytest.mark.parametrize("grad", [False, True])
+def test_an_in_place_change_of_an_expanded_view_names_the_op_and_says_clone(write, grad):
+    """Before: NumPy's bare 'output array is read-only'. PyTorch refuses too (a RuntimeError)."""
+    a = Tensor(np.ones(3), requires_grad=grad)
+    e = a.expand(2, 3)
+    with pytest.raises(RuntimeError, match=r"this tensor \(shape \(2, 3\)\) is read-only: a broadcast "
+                                           r"view .* Call clone\(\) first"):
+        write(e)
+    assert a.data.tolist() == [1.0, 1.0, 1.0]
+    e.clone().add_(1.0)  # a tensor of its own can change
