@@ -886,32 +886,28 @@ def _constant_tensors(cls: type[Function], inputs: tuple) -> tuple:
     """The inputs with numbers and arrays wrapped as constant Tensors (``as_tensor`` is looked
     up here, so that a recorder, such as ``minigrad.compile``'s, may see each one made)."""
     like = next((t for t in inputs if isinstance(t, Tensor)), None)
-    dt = like.data.dtype if like is not None else np.float64
     for t in inputs:
         if not isinstance(t, Tensor):
-            _constant(cls.name, t, dt)  # a clear error, naming the op, for a non-number
+            _constant(cls.name, t, like)  # a clear error, naming the op, for a non-number
     return tuple(t if isinstance(t, Tensor) else as_tensor(t, like=like) for t in inputs)
 
 
 def _constant_arrays(cls: type[Function], inputs: tuple, arrays: list) -> None:
     """Numbers and arrays among the inputs become arrays in the float dtype of the first
-    tensor beside them (float64 if there is none). No Tensor or node is made for them."""
-    dt = np.float64
+    tensor beside them (``_constant_dtype``). No Tensor or node is made for them."""
+    like = None
     for t in inputs:
         if isinstance(t, Tensor):
-            dt = t.data.dtype
+            like = t
             break
     for i, v in enumerate(inputs):
         if not isinstance(v, Tensor):
-            arrays[i] = _constant(cls.name, v, dt)
+            arrays[i] = _constant(cls.name, v, like)
 
 
-def _constant(op: str, v: Any, dtype) -> np.ndarray:
-    if dtype == np.bool_:  # beside a mask a number is a float, as in PyTorch: mask * 0.5 is float
-        dtype = np.bool_ if isinstance(v, (bool, np.bool_)) or np.asarray(v).dtype == np.bool_ \
-            else np.float64
+def _constant(op: str, v: Any, like) -> np.ndarray:
     if isinstance(v, float) or (isinstance(v, int) and not isinstance(v, bool)):
-        return np.array(v, dtype=dtype)
+        return np.array(v, dtype=_constant_dtype(like, _FLOAT64))
     try:
         arr = np.asarray(v)
     except (ValueError, TypeError) as e:
@@ -921,6 +917,7 @@ def _constant(op: str, v: Any, dtype) -> np.ndarray:
         raise TypeError(f"{op}: unsupported operand of type {type(v).__name__} (an array of "
                         f"dtype {arr.dtype}, shape {arr.shape}); an operand must be a Tensor, "
                         f"a real number or a numeric array")
+    dtype = _constant_dtype(like, arr.dtype)
     if arr.dtype != dtype:
         return arr.astype(dtype)
     return arr.copy() if arr is v else arr  # the caller may refill their array before backward
@@ -958,5 +955,5 @@ def _check_view_inputs(ctx: Context, inputs: tuple) -> None:
 
 # The core's one import cycle, closed here where a reader sees it: Function.apply makes
 # Tensors, and tensor.py (which imports this module first) is complete by the time any op runs.
-from .tensor import Tensor, as_tensor  # noqa: E402
+from .tensor import _FLOAT64, Tensor, _constant_dtype, as_tensor  # noqa: E402
 

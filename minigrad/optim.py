@@ -68,11 +68,15 @@ class _Hyper:
     def __set_name__(self, owner, name: str) -> None:
         self.name, self.label = name, self.label or name
 
-    def __set__(self, obj, value) -> None:
+    def checked(self, obj, value) -> float:
+        """``value`` as a float, or the error naming ``obj``'s class and this setting."""
         v = _check_hyper(type(obj).__name__, self.label, value, self.low, self.high)
         if self.positive and v == 0.0:
             raise ValueError(f"{type(obj).__name__}: {self.label} must be positive, got {value!r}")
-        obj.__dict__[self.name] = v
+        return v
+
+    def __set__(self, obj, value) -> None:
+        obj.__dict__[self.name] = self.checked(obj, value)
 
 
 class _Flag:
@@ -470,9 +474,7 @@ class Adam(Optimizer):
     @betas.setter
     def betas(self, betas) -> None:
         b1, b2 = self._betas(betas)
-        for label, b in (("betas[0]", b1), ("betas[1]", b2)):  # both checked before either changes
-            _check_hyper(type(self).__name__, label, b, 0.0, 1.0)
-        self.b1, self.b2 = b1, b2
+        self.b1, self.b2 = Adam.b1.checked(self, b1), Adam.b2.checked(self, b2)  # both checked first
 
     @property
     def t(self) -> int:

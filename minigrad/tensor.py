@@ -647,11 +647,25 @@ def _index_target(t: Tensor, what: str, idx: Any) -> np.ndarray:
         raise IndexError(f"{what}: cannot set index {idx!r} of a tensor of shape {t.shape}: {e}") from None
 
 
+_FLOAT64 = np.dtype(np.float64)
+
+
+def _constant_dtype(like: Tensor | None, dtype: np.dtype) -> np.dtype:
+    """The dtype of a constant (a number or array of ``dtype``) used beside ``like``.
+
+    ``like``'s float dtype; with no float beside it (no tensor, or a bool mask) a bool
+    array stays a mask, as ``Tensor`` keeps it, and anything else is float64: as in
+    PyTorch, ``mask * 0.5`` is a float. Ops and ``as_tensor`` both follow this rule.
+    """
+    if like is not None and like.data.dtype.kind == "f":
+        return like.data.dtype
+    return dtype if dtype.kind == "b" else _FLOAT64
+
+
 def as_tensor(x: Any, like: Tensor | None = None) -> Tensor:
     """Wrap a number or array as a constant leaf, in ``like``'s float dtype.
 
-    Without a float ``like`` (none, or a bool mask), a bool array stays a mask, as
-    ``Tensor`` keeps it, and anything else becomes float64: ``mask * 0.5`` is a float.
+    Without a float ``like`` (none, or a bool mask), see :func:`_constant_dtype`.
 
     A NumPy array is copied: an op may save its operand for backward, and the
     caller refilling the array before ``backward()`` must not change the gradient.
@@ -659,10 +673,7 @@ def as_tensor(x: Any, like: Tensor | None = None) -> Tensor:
     if isinstance(x, Tensor):
         return x
     arr = _to_array(x, "as_tensor")
-    if like is not None and like.data.dtype.kind == "f":
-        dt = like.data.dtype
-    else:  # no float beside it: a mask stays a mask, anything else is float64
-        dt = arr.dtype if arr.dtype.kind == "b" else np.float64
+    dt = _constant_dtype(like, arr.dtype)
     if arr.dtype != dt:
         arr = arr.astype(dt)
     elif isinstance(x, np.ndarray):

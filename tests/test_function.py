@@ -239,3 +239,26 @@ def test_an_op_with_two_outputs_beside_pytorch():
     SinCos.apply(x)[0].sum().backward()
     TorchSinCos.apply(xt)[0].sum().backward()
     np.testing.assert_allclose(x.grad, xt.grad.numpy(), rtol=1e-14)
+
+
+def test_a_function_subclass_without_a_name_is_shown_by_its_class_name():
+    class Square(mg.Function):
+        @staticmethod
+        def forward(ctx, a):
+            ctx.save_for_backward(a)
+            return a * a
+
+        @staticmethod
+        def backward(ctx, g):
+            (a,) = ctx.saved
+            return (2 * a * g,)
+
+    class Named(Square):
+        name = "named"
+
+    x = Tensor([3.0], requires_grad=True)
+    y = Square.apply(x)
+    assert (Square.name, y.grad_fn.name, Named.name) == ("Square", "Square", "named")
+    assert "Square" in repr(y.grad_fn) or "Square" in str(y.op)
+    y.backward()
+    assert x.grad.tolist() == [6.0]
