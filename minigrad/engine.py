@@ -86,8 +86,8 @@ def _order(roots: list) -> list:
     for node in order:
         if node.saved is None:
             node.check_saved()  # explains, unless the node had nothing to free
-        for r in node._stamps:  # r.stale, spelled out: a saved input or output changed in place?
-            if r.counter is not None and r.counter[0] != r.version:
+        for _, _, counter, version in node._stamps:  # a saved input or output changed in place?
+            if counter is not None and counter[0] != version:
                 node.check_saved()
     return order
 

@@ -290,7 +290,6 @@ class SavedValue(NamedTuple):
         return self.counter is not None and self.counter[0] != self.version
 
 
-_record = functools.partial(tuple.__new__, SavedValue)  # SavedValue(*fields), without the checks
 
 
 class Context:
@@ -317,8 +316,9 @@ class Context:
     # The fixed fields live in slots (one node is made per op call); an op's own
     # attributes go to __dict__, so ``vars(ctx)`` holds exactly those, except the two that
     # most ops keep (their inputs' ``shapes`` and ``dtypes``), which have slots too, so that
-    # an elementwise op's node needs no dict. ``_stamps`` holds the SavedValue of each
-    # saved value that is an input's or the output's data.
+    # an elementwise op's node needs no dict. ``_stamps`` holds the record of each saved
+    # value that is an input's or the output's data: the fields of a SavedValue, as a plain
+    # tuple (value, which, counter, version), which is five times cheaper to make.
     __slots__ = ("fn", "saved", "needs_input_grad", "parents", "out_shape", "_stamps", "_refs",
                  "_out", "shapes", "dtypes", "__dict__", "__weakref__")
     # Rarely set, so class-level defaults: an instance sets them (in __dict__) only when needed.
@@ -347,7 +347,7 @@ class Context:
         saved = self.saved
         if saved is None:
             return None
-        stamps = {id(r.value): r for r in self._stamps}
+        stamps = {id(r[0]): SavedValue(*r) for r in self._stamps}
         return tuple([stamps.get(id(v)) or SavedValue(v) for v in saved])
 
     # -- what readers of the graph use
@@ -416,13 +416,13 @@ class Context:
                 f"'{self.name}' saved for backward were already freed by {why}. Pass "
                 f"retain_graph=True to the first backward() if you need to call it twice, or run "
                 f"the forward pass again.")
-        for r in self._stamps:
-            if r.stale:
-                what = "its output" if r.which == -1 else f"its input {r.which}"
+        for value, which, counter, version in self._stamps:
+            if counter is not None and counter[0] != version:
+                what = "its output" if which == -1 else f"its input {which}"
                 raise RuntimeError(
                     f"backward: a value that '{self.name}' saved for backward was modified in "
-                    f"place: {what} (shape {r.value.shape}) is at version {r.counter[0]}, but "
-                    f"version {r.version} was saved. Don't change it in place before backward, "
+                    f"place: {what} (shape {value.shape}) is at version {counter[0]}, but "
+                    f"version {version} was saved. Don't change it in place before backward, "
                     f"or operate on a copy (clone()).")
 
     def release(self, reason: str | None = None) -> None:
@@ -449,10 +449,10 @@ class Context:
     def forget_input(self, i: int) -> None:
         """Input ``i``'s numbers are about to be overwritten in place: keep a copy of them
         if they were saved, and let no reference lead back to the old tensor."""
-        if any(r.which == i for r in self._stamps):
-            copies = {id(r.value): r.value.copy() for r in self._stamps if r.which == i}
+        if any(r[1] == i for r in self._stamps):  # r: (value, which, counter, version)
+            copies = {id(r[0]): r[0].copy() for r in self._stamps if r[1] == i}
             self.saved = tuple([copies.get(id(v), v) for v in self.saved])
-            self._stamps = tuple([r for r in self._stamps if r.which != i])
+            self._stamps = tuple([r for r in self._stamps if r[1] != i])
         refs = list(self._refs or (None,) * len(self.parents))
         refs[i] = _dead
         self._refs = tuple(refs)
@@ -461,12 +461,12 @@ class Context:
         """Make this node the history of ``tensor``, which an in-place op changed;
         ``previous`` (its old node, if any) no longer has an output. A saved output
         is now ``tensor``'s own data, at its new version."""
-        old = [r.value for r in self._stamps if r.which == -1]
+        old = [r[0] for r in self._stamps if r[1] == -1]  # r: (value, which, counter, version)
         if old:
             data = tensor.data
             self.saved = tuple([data if v is old[0] else v for v in self.saved])
-            self._stamps = tuple([SavedValue(data, -1, tensor._vc, tensor._vc[0])
-                                  if r.which == -1 else r for r in self._stamps])
+            self._stamps = tuple([(data, -1, tensor._vc, tensor._vc[0])
+                                  if r[1] == -1 else r for r in self._stamps])
         if previous is not None:
             previous._out = _dead
             if previous._retain:
@@ -717,13 +717,13 @@ def _link(ctx: Context, inputs: tuple, arrays: list, edges: list, out, views: bo
     stamps = []
     for v in ctx.saved:
         if v is out.data:
-            stamps.append(_record((v, -1, out._vc, out._vc[0])))
+            stamps.append((v, -1, out._vc, out._vc[0]))
         elif v is not None:
             for i, a in enumerate(arrays):
                 if v is a:
                     t = inputs[i]  # a number or array given as an input has no version counter
                     c = t._vc if isinstance(t, Tensor) else None
-                    stamps.append(_record((v, i, c, 0 if c is None else c[0])))
+                    stamps.append((v, i, c, 0 if c is None else c[0]))
                     break
     if stamps:
         ctx._stamps = tuple(stamps)
@@ -764,7 +764,7 @@ def _outputs(cls: type[Function], ctx: Context, inputs: tuple, arrays: list, edg
 def _output_nodes(ctx: Context, outs: tuple) -> None:
     """Stamp the saved outputs after the first (``_link`` did the first), and give each
     output its :class:`Output` node, whose one edge leads to the op's node ``ctx``."""
-    ctx._stamps += tuple([_record((v, -1, t._vc, t._vc[0])) for t in outs[1:]
+    ctx._stamps += tuple([(v, -1, t._vc, t._vc[0]) for t in outs[1:]
                           for v in ctx.saved if v is t.data])
     for k, t in enumerate(outs):
         node = t.grad_fn = _new(Context)

@@ -187,7 +187,7 @@ class Add(Function):
 
     @staticmethod
     def forward(ctx: Context, a, b):
-        ctx.shapes, ctx.dtypes = (a.shape, b.shape), _dtypes(a, b)
+        ctx.shapes, ctx.dtypes = (a.shape, b.shape), None if a.dtype is b.dtype else _dtypes(a, b)
         return _binary("add", np.add, a, b)
 
     @staticmethod
@@ -213,7 +213,7 @@ class Sub(Function):
 
     @staticmethod
     def forward(ctx, a, b):
-        ctx.shapes, ctx.dtypes = (a.shape, b.shape), _dtypes(a, b)
+        ctx.shapes, ctx.dtypes = (a.shape, b.shape), None if a.dtype is b.dtype else _dtypes(a, b)
         return _binary("sub", np.subtract, a, b)
 
     @staticmethod
@@ -245,7 +245,7 @@ class Mul(Function):
         need_a, need_b = ctx.needs_input_grad
         ctx.save_for_backward(a if need_b else None, b if need_a else None)  # only what a VJP reads
         ctx.shapes = (a.shape, b.shape)
-        ctx.dtypes = _dtypes(a, b)
+        ctx.dtypes = None if a.dtype is b.dtype else _dtypes(a, b)
         return _binary("mul", np.multiply, a, b)
 
     @staticmethod
@@ -275,7 +275,7 @@ class Div(Function):
         need_a, need_b = ctx.needs_input_grad
         ctx.save_for_backward(a if need_b else None, b)  # da reads b; db reads a and b
         ctx.shapes = (a.shape, b.shape)
-        ctx.dtypes = _dtypes(a, b)
+        ctx.dtypes = None if a.dtype is b.dtype else _dtypes(a, b)
         return _binary("div", np.divide, a, b)
 
     @staticmethod
@@ -1325,7 +1325,7 @@ class Min(Function):
 def _pick(ctx, name: str, f, wins, a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """Forward of maximum/minimum: y = f(a, b) and w = 1[wins(a, b)] + 1/2 1[a == b]."""
     y = _binary(name, f, a, b)
-    ctx.shapes, ctx.dtypes = (a.shape, b.shape), _dtypes(a, b)
+    ctx.shapes, ctx.dtypes = (a.shape, b.shape), None if a.dtype is b.dtype else _dtypes(a, b)
     if any(ctx.needs_input_grad):
         w = (wins(a, b) + 0.5 * (a == b)).astype(y.dtype)
         ctx.save_for_backward(np.broadcast_to(w, y.shape))
@@ -1409,7 +1409,7 @@ class Where(Function):
             raise ShapeError(f"where: shapes {np.shape(cond)} (cond), {a.shape} and {b.shape} "
                              f"cannot be broadcast together") from None
         ctx.cond = cond
-        ctx.shapes, ctx.dtypes = (a.shape, b.shape), _dtypes(a, b)
+        ctx.shapes, ctx.dtypes = (a.shape, b.shape), None if a.dtype is b.dtype else _dtypes(a, b)
         return y
 
     @staticmethod
