@@ -647,6 +647,7 @@ class Function:
 
 
 _float16 = np.dtype(np.float16)
+_needs: dict = {}  # each needs_input_grad pattern, such as (True, False), made once
 
 
 def _apply(cls: type[Function], inputs: tuple, attrs: dict, forward: Callable):
@@ -674,7 +675,8 @@ def _apply(cls: type[Function], inputs: tuple, attrs: dict, forward: Callable):
     ctx = _new(Context)
     ctx.fn = cls
     ctx.saved = ctx._stamps = ()
-    ctx.needs_input_grad = tuple(needs)
+    needs = tuple(needs)  # one tuple per pattern of up to 3 inputs, shared by every node
+    ctx.needs_input_grad = _needs.setdefault(needs, needs) if len(needs) < 4 else needs
     try:
         data = forward(ctx, *arrays, **attrs)
     except TypeError:  # NumPy refuses some arithmetic on masks (-mask): see _masks_as_floats
@@ -905,9 +907,25 @@ def _constant_arrays(cls: type[Function], inputs: tuple, arrays: list) -> None:
             arrays[i] = _constant(cls.name, v, like)
 
 
+# Each number used as an operand becomes one read-only 0-d array per dtype, made once:
+# ``y * 0.9`` in a loop saves the same small array in every node. (0 and -0.0 compare
+# equal and NaN equals nothing, so they are made each time; at most 1024 are kept.)
+_numbers: dict = {}
+
+
+def _number(v: float | int, dtype: np.dtype) -> np.ndarray:
+    arr = _numbers.get((v, dtype))
+    if arr is None:
+        arr = np.array(v, dtype=dtype)
+        if v and v == v and len(_numbers) < 1024:
+            arr.flags.writeable = False
+            _numbers[v, dtype] = arr
+    return arr
+
+
 def _constant(op: str, v: Any, like) -> np.ndarray:
     if isinstance(v, float) or (isinstance(v, int) and not isinstance(v, bool)):
-        return np.array(v, dtype=_constant_dtype(like, _FLOAT64))
+        return _number(v, _constant_dtype(like, _FLOAT64))
     try:
         arr = np.asarray(v)
     except (ValueError, TypeError) as e:

@@ -262,3 +262,24 @@ def test_a_function_subclass_without_a_name_is_shown_by_its_class_name():
     assert "Square" in repr(y.grad_fn) or "Square" in str(y.op)
     y.backward()
     assert x.grad.tolist() == [6.0]
+
+
+def test_a_number_operand_is_one_shared_read_only_array_and_keeps_its_sign():
+    x = Tensor(np.array([1.0, -2.0, 4.0]), requires_grad=True)
+    a, b = x * 0.9, x * 0.9
+    ka, kb = a.grad_fn.saved[1], b.grad_fn.saved[1]
+    assert ka is kb, "the same number, in the same dtype, should be one array for both nodes"
+    assert not ka.flags.writeable, "a shared constant must be read-only, so no op can change it"
+    f32 = Tensor(np.ones(3), requires_grad=True, dtype=np.float32) * 0.9
+    assert f32.grad_fn.saved[1].dtype == np.float32 and f32.dtype == np.float32
+    # 0.0 and -0.0 compare equal, so they must not share an entry: 1 / -0.0 is -inf.
+    pos, neg = (x * 0.0).grad_fn.saved[1], (x * -0.0).grad_fn.saved[1]
+    assert np.signbit(neg) and not np.signbit(pos), "the sign of a zero constant was lost"
+    y = Tensor(np.array([1.0, 2.0]), requires_grad=True)
+    with np.errstate(divide="ignore"):
+        assert (1.0 / (y * -0.0)).data.tolist() == [-np.inf, -np.inf]
+    n = (y * float("nan")).sum()
+    n.backward()
+    assert np.isnan(y.grad).all(), "a NaN operand must stay NaN"
+    (x * 0.9).sum().backward()
+    np.testing.assert_allclose(x.grad, np.full(3, 0.9))
