@@ -715,7 +715,9 @@ def _link(ctx: Context, inputs: tuple, arrays: list, edges: list, out, views: bo
     else:
         ctx._refs = _weak_refs(inputs, edges)
     ctx._out = _weakref(out)
-    ctx.out_shape = out.data.shape
+    shape, first = out.data.shape, edges[0]
+    # the shape of the first input, if the output has it (most ops): one tuple for both
+    ctx.out_shape = first.out_shape if first is not None and first.out_shape == shape else shape
     stamps = []
     for v in ctx.saved:
         if v is out.data:

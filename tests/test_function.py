@@ -283,3 +283,13 @@ def test_a_number_operand_is_one_shared_read_only_array_and_keeps_its_sign():
     assert np.isnan(y.grad).all(), "a NaN operand must stay NaN"
     (x * 0.9).sum().backward()
     np.testing.assert_allclose(x.grad, np.full(3, 0.9))
+
+
+def test_a_node_shares_its_first_inputs_shape_tuple_only_when_the_shapes_agree():
+    x = Tensor(np.ones((3, 1)), requires_grad=True)
+    y = x * 2.0
+    assert y.grad_fn.out_shape is y.grad_fn.parents[0].out_shape == (3, 1)
+    z = y + Tensor(np.ones((1, 4)), requires_grad=True)  # broadcasts: not the first input's shape
+    assert z.grad_fn.out_shape == (3, 4)
+    z.sum().backward()
+    assert x.grad.shape == (3, 1) and np.all(x.grad == 8.0)
