@@ -904,8 +904,12 @@ def _constant_arrays(cls: type[Function], inputs: tuple, arrays: list) -> None:
         if isinstance(t, Tensor):
             like = t
             break
+    numbers = _constant_dtype(like, _FLOAT64)  # the dtype of a Python number beside ``like``
     for i, v in enumerate(inputs):
-        if not isinstance(v, Tensor):
+        if type(v) is float or type(v) is int:  # y * 0.9: the array made for 0.9 before, if any
+            arr = _numbers.get((v, numbers))
+            arrays[i] = arr if arr is not None else _number(v, numbers)
+        elif not isinstance(v, Tensor):
             arrays[i] = _constant(cls.name, v, like)
 
 
@@ -919,7 +923,7 @@ def _number(v: float | int, dtype: np.dtype) -> np.ndarray:
     arr = _numbers.get((v, dtype))
     if arr is None:
         arr = np.array(v, dtype=dtype)
-        if v and v == v and len(_numbers) < 1024:
+        if v and v == v and len(_numbers) < 1024:  # kept for the next time
             arr.flags.writeable = False
             _numbers[v, dtype] = arr
     return arr
