@@ -87,7 +87,7 @@ def _order(roots: list) -> list:
         if node.saved is None:
             node.check_saved()  # explains, unless the node had nothing to free
         for _, _, counter, version in node._stamps:  # a saved input or output changed in place?
-            if counter is not None and counter[0] != version:
+            if counter[0] != version:
                 node.check_saved()
     return order
 

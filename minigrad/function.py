@@ -276,7 +276,8 @@ class SavedValue(NamedTuple):
     is: the index of the input it is, ``-1`` for the op's output, or ``None``
     for a value the op made itself. A value that is an input's or the output's
     data also keeps that tensor's version ``counter`` and the ``version`` it had
-    when saved, so that an in-place change before backward is caught.
+    when saved, so that an in-place change before backward is caught (a number or
+    array given as an input has the counter ``(0,)``, which nothing moves).
     """
 
     value: Any
@@ -417,7 +418,7 @@ class Context:
                 f"retain_graph=True to the first backward() if you need to call it twice, or run "
                 f"the forward pass again.")
         for value, which, counter, version in self._stamps:
-            if counter is not None and counter[0] != version:
+            if counter[0] != version:
                 what = "its output" if which == -1 else f"its input {which}"
                 raise RuntimeError(
                     f"backward: a value that '{self.name}' saved for backward was modified in "
@@ -724,10 +725,9 @@ def _link(ctx: Context, inputs: tuple, arrays: list, edges: list, out, views: bo
             stamps.append((v, -1, out._vc, out._vc[0]))
         elif v is not None:
             for i, a in enumerate(arrays):
-                if v is a:
-                    t = inputs[i]  # a number or array given as an input has no version counter
-                    c = t._vc if isinstance(t, Tensor) else None
-                    stamps.append((v, i, c, 0 if c is None else c[0]))
+                if v is a:  # (a number or array given as an input: a counter that never moves)
+                    c = getattr(inputs[i], "_vc", _UNCHANGED)
+                    stamps.append((v, i, c, c[0]))
                     break
     if stamps:
         ctx._stamps = tuple(stamps)
@@ -809,6 +809,7 @@ class _NoTensor:
 
 
 _NO_TENSOR = _NoTensor()
+_UNCHANGED = (0,)  # the version counter of a constant input, which nothing can change in place
 _weakref = weakref.ref
 
 

@@ -293,3 +293,12 @@ def test_a_node_shares_its_first_inputs_shape_tuple_only_when_the_shapes_agree()
     assert z.grad_fn.out_shape == (3, 4)
     z.sum().backward()
     assert x.grad.shape == (3, 1) and np.all(x.grad == 8.0)
+
+
+def test_a_saved_constant_is_its_input_and_is_never_stale():
+    x = Tensor(np.array([1.0, -2.0]), requires_grad=True)
+    y = x * 0.5
+    (rec,) = [r for r in y.grad_fn.saved_values if r is not None and r.which == 1]
+    assert float(rec.value) == 0.5 and not rec.stale, rec
+    y.sum().backward()
+    np.testing.assert_allclose(x.grad, [0.5, 0.5])
