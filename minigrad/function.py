@@ -291,8 +291,6 @@ class SavedValue(NamedTuple):
         return self.counter is not None and self.counter[0] != self.version
 
 
-
-
 class Context:
     """One backward node of the graph (PyTorch's ``grad_fn``): what one op call keeps.
 
