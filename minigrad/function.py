@@ -23,8 +23,8 @@ by side, everything the package knows about it, as one entry of PyTorch's
 ``Function.apply`` runs ``forward`` and, when some input requires grad and recording
 is on, makes ``ctx`` a node of the graph: the output's ``grad_fn``. It takes four
 steps: read the inputs' arrays, run ``forward``, wrap the output, and link the node
-(one edge per input, and a :class:`SavedValue` for each saved value that is an
-input's data or the output's, with its version). Hooks, anomaly mode and selective
+(one edge per input, and a record of each saved value that is an input's data or
+the output's, with its version: a :class:`SavedValue`'s fields). Hooks, anomaly mode and selective
 recomputation are off almost always; when one is on, ``apply`` takes their own path
 (``_apply_observed``), which adds them around the same four steps. The node keeps
 what the op saved and its edges, never the input or output tensors themselves, as
