@@ -24,12 +24,13 @@ by side, everything the package knows about it, as one entry of PyTorch's
 is on, makes ``ctx`` a node of the graph: the output's ``grad_fn``. It takes four
 steps: read the inputs' arrays, run ``forward``, wrap the output, and link the node
 (one edge per input, and a record of each saved value that is an input's data or
-the output's, with its version: a :class:`SavedValue`'s fields). Hooks, anomaly mode and selective
-recomputation are off almost always; when one is on, ``apply`` takes their own path
-(``_apply_observed``), which adds them around the same four steps. The node keeps
-what the op saved and its edges, never the input or output tensors themselves, as
-PyTorch's nodes do. The engine sees nothing of an op but its node, so it never knows
-an op by name. Grad mode, anomaly mode and hooks are kept per thread.
+the output's, with its version: a :class:`SavedValue`'s fields). Hooks, anomaly
+mode and selective recomputation are off almost always; when one is on, ``apply``
+takes their own path (``_apply_observed``), which adds them around the same four
+steps. The node keeps what the op saved and its edges, never the input or output
+tensors themselves, as PyTorch's nodes do. The engine sees nothing of an op but its
+node, so it never knows an op by name. Grad mode, anomaly mode and hooks are kept per
+thread.
 """
 
 from __future__ import annotations
