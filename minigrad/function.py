@@ -38,6 +38,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import inspect as _pyinspect
+import itertools
 import os
 import threading
 import traceback
@@ -647,7 +648,9 @@ class Function:
 
 
 _float16 = np.dtype(np.float16)
-_needs: dict = {}  # each needs_input_grad pattern, such as (True, False), made once
+# Every needs_input_grad pattern of up to three inputs, such as (True, False), made once
+# and shared by every node that has it.
+_needs = {p: p for n in (1, 2, 3) for p in itertools.product((False, True), repeat=n)}
 
 
 def _apply(cls: type[Function], inputs: tuple, attrs: dict, forward: Callable):
@@ -659,15 +662,12 @@ def _apply(cls: type[Function], inputs: tuple, attrs: dict, forward: Callable):
         if not isinstance(t, Tensor):
             constants += 1  # a number or an array: a constant, converted below
             t = _NO_TENSOR
-        elif t._view is not None:
-            views = True  # checked in step 4
         arrays.append(t.data)
-        if t.requires_grad and enabled:
-            needs.append(True)
-            edges.append(t.grad_fn or gradient_edge(t))  # its node, or its leaf's accumulator
-        else:
-            needs.append(False)
-            edges.append(None)
+        need = t.requires_grad & enabled  # (both are bools)
+        needs.append(need)
+        # its edge: the input's node, or its leaf's accumulator; None if it needs no gradient
+        edges.append((t.grad_fn or gradient_edge(t)) if need else None)
+        views |= t._view is not None  # a view: checked in step 4
     if constants:
         _constant_arrays(cls, inputs, arrays)
 
@@ -675,8 +675,8 @@ def _apply(cls: type[Function], inputs: tuple, attrs: dict, forward: Callable):
     ctx = _new(Context)
     ctx.fn = cls
     ctx.saved = ctx._stamps = ()
-    needs = tuple(needs)  # one tuple per pattern of up to 3 inputs, shared by every node
-    ctx.needs_input_grad = _needs.setdefault(needs, needs) if len(needs) < 4 else needs
+    needs = tuple(needs)
+    ctx.needs_input_grad = _needs.get(needs, needs)  # one shared tuple per pattern
     try:
         data = forward(ctx, *arrays, **attrs)
     except TypeError:  # NumPy refuses some arithmetic on masks (-mask): see _masks_as_floats
@@ -688,8 +688,6 @@ def _apply(cls: type[Function], inputs: tuple, attrs: dict, forward: Callable):
 
     # 3. the output tensor (a view shares its base's version counter)
     record = True in needs
-    if not record and data.dtype is _float16:  # NumPy's exp(mask) is float16 (a mask needs no grad)
-        data = _float16_of_masks(ctx, forward, arrays, attrs, data)
     out = _new(Tensor)  # Tensor._make(data, record), without a call
     out.data, out._grad, out.requires_grad, out.grad_fn = data, None, record, None
     out.name, out._vc, out._view, out._acc = None, [0], None, _dead
@@ -700,6 +698,8 @@ def _apply(cls: type[Function], inputs: tuple, attrs: dict, forward: Callable):
     if record:
         out.grad_fn = ctx
         _link(ctx, inputs, arrays, edges, out, views, constants)
+    elif data.dtype is _float16:  # no node: NumPy's exp(mask) is float16 (a mask needs no grad)
+        out.data = _float16_of_masks(ctx, forward, arrays, attrs, data)
     return out
 
 
@@ -803,8 +803,10 @@ class Part:
 class _NoTensor:
     """What a constant input looks like in ``_apply``'s first step (its array comes later)."""
 
-    data = None
-    requires_grad = False
+    __slots__ = ("data", "requires_grad", "_view")  # (slots: read as fast as a Tensor's)
+
+    def __init__(self) -> None:
+        self.data, self.requires_grad, self._view = None, False, None
 
 
 _NO_TENSOR = _NoTensor()
