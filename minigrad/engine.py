@@ -5,7 +5,7 @@ as in PyTorch. A node keeps what its op saved and, in ``node.parents``, one edge
 per input: the input's node, or ``None``. A leaf that requires grad is reached
 through its :class:`~minigrad.function.AccumulateGrad` node. The engine knows no
 op by name: for each node it calls ``node.fn.backward(node, g)`` (the op's VJP)
-and sends what comes back along the edges. It works in four steps:
+and sends what comes back along the edges. It works in three steps:
 
 1. ``_order``: order the nodes without recursion, so a chain of any depth works,
    and check every node on the way (released? changed in place?), so that an
