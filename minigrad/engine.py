@@ -346,7 +346,7 @@ def _run(roots: Any, grads: Any, wanted: dict | None, retain_graph: bool,
     collecting = gc.isenabled()
     gc.disable()
     grad_mode = _state.grad_enabled
-    _state.grad_enabled = create_graph  # record the VJPs' own ops only for create_graph
+    _state.grad_enabled = bool(create_graph)  # record the VJPs' own ops only for create_graph
     try:
         return _walk(order, seeds, wanted, retain_graph, create_graph)
     except BaseException as e:
